@@ -1,0 +1,159 @@
+"""The ``referee`` command line: play a demo game, perft, replay records."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from .perft import perft, perft_divide
+from .players import RandomPlayer
+from .render import deal_header, describe_result, describe_sheet, play_line
+from .rules import (
+    GameState,
+    RuleOptions,
+    RulesError,
+    apply,
+    game_record,
+    new_game,
+    parse_deck,
+    replay_record,
+)
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _usage_error(message: str) -> NoReturn:
+    sys.stderr.write(f"referee: error: {message}\n")
+    raise SystemExit(EXIT_USAGE)
+
+
+def _options(args: argparse.Namespace) -> RuleOptions:
+    return RuleOptions(players=args.players, partnerships=not args.individuals)
+
+
+def _read_deck(path: str) -> tuple[int, ...]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        _usage_error(f"cannot read deck file {path}: {exc.strerror}")
+    return parse_deck(text)
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """Play one seeded game between two built-in random players and print it move by move."""
+    options = _options(args)
+    state = new_game(options, seed=args.seed)
+    players = [RandomPlayer(args.seed * 31 + seat) for seat in range(options.players)]
+    out = sys.stdout
+    deal = -1
+    while not state.is_over:
+        if state.deal != deal:
+            deal = state.deal
+            out.write(deal_header(state) + "\n")
+        move = players[state.to_move].choose(state)
+        out.write(play_line(state, str(move)) + "\n")
+        before = state
+        state = apply(state, move)
+        if state.deal != before.deal or state.is_over:
+            out.write("\n".join(describe_sheet(state.sheets[before.deal], options.teams)) + "\n\n")
+    assert state.result is not None
+    out.write(describe_result(state.result, options.teams) + "\n")
+    if args.record:
+        Path(args.record).write_text(json.dumps(game_record(state), indent=1) + "\n", encoding="utf-8")
+        out.write(f"record written to {args.record}\n")
+    return 0
+
+
+def cmd_perft(args: argparse.Namespace) -> int:
+    """Count play sequences from the first deal of a deck file."""
+    if args.depth < 0:
+        _usage_error("--depth must be 0 or more")
+    state: GameState = new_game(_options(args), decks=[_read_deck(args.deck)])
+    if args.divide:
+        total = 0
+        for move, count in perft_divide(state, args.depth) if args.depth else []:
+            print(f"{move}: {count}")
+            total += count
+        print(f"total: {total if args.depth else 1}")
+    else:
+        print(perft(state, args.depth))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Re-check a game record against the engine and print it."""
+    try:
+        record = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except OSError as exc:
+        _usage_error(f"cannot read record {args.file}: {exc.strerror}")
+    except json.JSONDecodeError as exc:
+        _usage_error(f"record {args.file} is not JSON: {exc}")
+    final = replay_record(record)
+    teams = final.options.teams
+    for k, deal in enumerate(record["deals"]):
+        print(f"== deal {k + 1}, dealer P{deal['dealer']}")
+        for i, text in enumerate(deal["moves"]):
+            print(f"  {i + 1:2d}. {text}")
+        if k < len(final.sheets):
+            print("\n".join("  " + line for line in describe_sheet(final.sheets[k], teams)))
+    if final.result:
+        print(describe_result(final.result, teams))
+    else:
+        print("unfinished game")
+    print("record checked: every play legal, every sheet and the result match")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="referee", description="Royal Casino referee: rules engine tools.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def table_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--players", type=int, choices=(2, 3, 4), default=2, help="2, 3 or 4 players (default 2)")
+        p.add_argument("--individuals", action="store_true", help="4 players play for themselves, not in partnerships")
+
+    p = sub.add_parser("play", help="play one seeded game between built-in random players, move by move")
+    table_args(p)
+    p.add_argument("--seed", type=int, default=1, help="seed for the deal and the players (default 1)")
+    p.add_argument("--record", metavar="FILE", help="also write the game record (JSON) to FILE")
+    p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser("perft", help="count distinct play sequences from the first deal of a deck")
+    table_args(p)
+    p.add_argument("--deck", required=True, metavar="FILE", help="52 card codes in dealing order")
+    p.add_argument("--depth", required=True, type=int, help="number of plays")
+    p.add_argument("--divide", action="store_true", help="print each first play with its count")
+    p.set_defaults(func=cmd_perft)
+
+    p = sub.add_parser("replay", help="re-check a game record against the rules and print it")
+    p.add_argument("file", metavar="FILE")
+    p.set_defaults(func=cmd_replay)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except RulesError as exc:
+        _usage_error(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # output piped into e.g. `head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
