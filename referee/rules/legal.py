@@ -1,8 +1,7 @@
 """Legal plays (rules 5-11): ``legal_moves`` lists them, ``explain_illegal`` says why a play is not one.
 
 The table arithmetic (which loose cards can form groups worth v, rule 6-8) depends only on the
-ranks of the loose cards, so it is computed once per rank pattern and memoised (``_table_plan``,
-``_card_plan``). Positions in that arithmetic are bit masks over the sorted loose cards.
+ranks of the loose cards, so it is computed once per rank pattern and memoised (``table_plan``).
 """
 
 from __future__ import annotations
@@ -18,22 +17,27 @@ MIN_BUILD = 2
 
 
 class TablePlan:
-    """Group arithmetic over loose cards with the given ranks (sorted ascending)."""
+    """Group arithmetic over loose cards with the given ranks (sorted ascending).
 
-    __slots__ = ("ranks", "rank_mask", "by_sum", "unions")
+    Sets of loose cards are bit masks over the positions in ``ranks``; results are memoised
+    per plan, and plans are memoised per rank pattern.
+    """
+
+    __slots__ = ("ranks", "rank_mask", "by_sum", "_unions", "_captures", "_builds", "_positions")
+
 
     def __init__(self, ranks: tuple[int, ...]) -> None:
         self.ranks = ranks
-        self.rank_mask = [0] * 15
+        self.rank_mask = [0] * (MAX_BUILD + 1)
         for i, r in enumerate(ranks):
             self.rank_mask[r] |= 1 << i
         # by_sum[s]: non-empty subsets whose sum (Ace = 1) is s, for s <= 14
         self.by_sum: list[list[int]] = [[] for _ in range(MAX_BUILD + 1)]
         self._subsets(0, 0, 0)
-        # unions[v]: every union of pairwise disjoint groups worth v, the empty union included
-        self.unions: list[tuple[int, ...]] = [()] * (MAX_BUILD + 1)
-        for v in range(MIN_BUILD, MAX_BUILD + 1):
-            self.unions[v] = tuple(sorted(_disjoint_unions(self.groups(v))))
+        self._unions: dict[int, tuple[int, ...]] = {}
+        self._captures: dict[int, tuple[int, ...]] = {}
+        self._builds: dict[int, tuple[int, ...]] = {}
+        self._positions: dict[int, tuple[int, ...]] = {}
 
     def _subsets(self, start: int, mask: int, total: int) -> None:
         for i in range(start, len(self.ranks)):
@@ -52,59 +56,68 @@ class TablePlan:
             groups.extend(1 << i for i in range(len(self.ranks)) if mask >> i & 1)
         return groups
 
+    def unions(self, v: int) -> tuple[int, ...]:
+        """Every union of pairwise disjoint loose groups worth v, the empty union first."""
+        found = self._unions.get(v)
+        if found is None:
+            unions = {0}
+            for g in self.groups(v):
+                unions.update([u | g for u in unions if not u & g])
+            found = self._unions[v] = tuple(sorted(unions))
+        return found
 
-def _disjoint_unions(groups: list[int]) -> set[int]:
-    unions = {0}
-    for g in groups:
-        unions.update([u | g for u in unions if not u & g])
-    return unions
+    def captures(self, rank: int) -> tuple[int, ...]:
+        """Loose sets a card of ``rank`` may capture (rule 6, 7): unions of groups worth its
+        value that take every loose card of its rank. The empty set is included when no such
+        card lies loose, for captures of builds alone."""
+        found = self._captures.get(rank)
+        if found is None:
+            must = self.rank_mask[rank]
+            unions = self.unions(ACE_HIGH if rank == ACE else rank)
+            found = self._captures[rank] = tuple([u for u in unions if u & must == must])
+        return found
+
+    def build_sets(self, rank: int, v: int) -> tuple[int, ...]:
+        """Loose sets U such that a played card of ``rank`` and U split into groups worth v
+        (rule 8). U is empty only when the card alone is worth v (a lone Ace is worth 14)."""
+        key = rank << 4 | v
+        found = self._builds.get(key)
+        if found is None:
+            found = self._builds[key] = self._build_sets(rank, v)
+        return found
+
+    def _build_sets(self, rank: int, v: int) -> tuple[int, ...]:
+        heads = list(self.by_sum[v - rank]) if v - rank >= 1 else []  # loose cards with the played card
+        if rank == v or (rank == ACE and v == ACE_HIGH):
+            heads.append(0)
+        if not heads:
+            return ()
+        unions = self.unions(v)
+        sets: set[int] = set()
+        for head in heads:
+            sets.update([head | w for w in unions if not head & w])
+        return tuple(sorted(sets))
+
+    def positions(self, mask: int) -> tuple[int, ...]:
+        """The loose-card positions in ``mask``."""
+        found = self._positions.get(mask)
+        if found is None:
+            found = self._positions[mask] = tuple(i for i in range(len(self.ranks)) if mask >> i & 1)
+        return found
 
 
 @lru_cache(maxsize=1 << 16)
-def _table_plan(ranks: tuple[int, ...]) -> TablePlan:
+def table_plan(ranks: tuple[int, ...]) -> TablePlan:
+    """The (memoised) plan for loose cards of these sorted ranks."""
     return TablePlan(ranks)
 
 
-@lru_cache(maxsize=1 << 17)
-def _card_plan(ranks: tuple[int, ...], rank: int) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
-    """For a card of ``rank`` played onto loose cards of ``ranks``:
-
-    - the loose sets it may capture (rule 6, 7): unions of groups worth its value, each taking
-      every loose card of its rank; the empty set is included when no such card lies loose, for
-      captures of builds only;
-    - ``build_sets[v]``: loose sets U such that the played card and U split into groups worth v
-      (rule 8); U may be empty only when the card alone is worth v.
-    """
-    plan = _table_plan(ranks)
-    capture_value = ACE_HIGH if rank == ACE else rank
-    must = plan.rank_mask[rank]
-    captures = tuple(u for u in plan.unions[capture_value] if u & must == must)
-    build_sets: list[tuple[int, ...]] = [()] * (MAX_BUILD + 1)
-    for v in range(MIN_BUILD, MAX_BUILD + 1):
-        found: set[int] = set()
-        # the group holding the played card: the card alone (if worth v) or with loose cards S0
-        heads = list(plan.by_sum[v - rank]) if v - rank >= 1 else []
-        if rank == v or (rank == ACE and v == ACE_HIGH):
-            heads.append(0)
-        for head in heads:
-            found.update(head | w for w in plan.unions[v] if not head & w)
-        build_sets[v] = tuple(sorted(found))
-    return captures, tuple(build_sets)
-
-
-def _cards(loose: tuple[Card, ...], mask: int) -> tuple[Card, ...]:
-    out = []
-    i = 0
-    while mask:
-        if mask & 1:
-            out.append(loose[i])
-        mask >>= 1
-        i += 1
-    return tuple(out)
-
-
-def _holds(ranks: set[int], value: int) -> bool:
-    return (ACE if value == ACE_HIGH else value) in ranks
+def _held_values(ranks: list[int]) -> set[int]:
+    """Build values a hand with these ranks can capture (an Ace covers 14)."""
+    held = set(ranks)
+    if ACE in held:
+        held.add(ACE_HIGH)
+    return held
 
 
 def legal_moves(state: GameState) -> list[Move]:
@@ -114,9 +127,11 @@ def legal_moves(state: GameState) -> list[Move]:
     """
     cached = state._legal
     if cached is None:
-        cached = _generate(state) if state.result is None and not state.deal_over else []
-        object.__setattr__(state, "_legal", cached)
+        cached = state._legal = _generate(state) if state.result is None and not state.deal_over else []
     return cached
+
+
+TRAIL, CAPTURE, BUILD, ADD, RAISE = MoveKind.TRAIL, MoveKind.CAPTURE, MoveKind.BUILD, MoveKind.ADD, MoveKind.RAISE
 
 
 def _generate(state: GameState) -> list[Move]:
@@ -124,46 +139,52 @@ def _generate(state: GameState) -> list[Move]:
     hand = state.hands[seat]
     loose = state.loose
     builds = state.builds
-    ranks = tuple(RANK[c] for c in loose)
-    plan = _table_plan(ranks)
+    if not loose and not builds:
+        return [Move(c, TRAIL) for c in hand]  # after a sweep (rule 11)
+    plan = table_plan(tuple([RANK[c] for c in loose]))
+    positions = plan.positions
+    build_sets = plan.build_sets
     owned = [b for b in builds if b.owner == seat]
+    hand_ranks = [RANK[c] for c in hand]
     moves: list[Move] = []
+    append = moves.append
     for i, c in enumerate(hand):
-        r = RANK[c]
-        held = {RANK[x] for j, x in enumerate(hand) if j != i}
-        captures, build_sets = _card_plan(ranks, r)
-        owned_kept = all(_holds(held, b.value) for b in owned)
+        r = hand_ranks[i]
+        held = _held_values(hand_ranks[:i] + hand_ranks[i + 1 :])
+        keeps_owned = not owned or all(b.value in held for b in owned)
 
         if not owned and not plan.rank_mask[r]:
-            moves.append(Move(c, MoveKind.TRAIL))  # rule 5
+            append(Move(c, TRAIL))  # rule 5
 
         capture_value = ACE_HIGH if r == ACE else r
         targets = [b for b in builds if b.value == capture_value]
-        for taken in _build_subsets(targets):
-            ids = tuple(b.id for b in taken)
-            if not all(_holds(held, b.value) for b in owned if b not in taken):
+        for taken in _build_subsets(targets) if targets else ((),):
+            if taken and not keeps_owned and not all(b.value in held for b in owned if b not in taken):
                 continue  # rule 10: an owned build left behind needs its capture card
-            for mask in captures:
+            if not taken and not keeps_owned:
+                continue
+            ids = tuple([b.id for b in taken])
+            for mask in plan.captures(r):
                 if mask or taken:
-                    moves.append(Move(c, MoveKind.CAPTURE, 0, ids, _cards(loose, mask)))
+                    append(Move(c, CAPTURE, 0, ids, tuple([loose[j] for j in positions(mask)])))
 
-        if not owned_kept:
+        if not keeps_owned:
             continue  # every build play leaves the owned builds on the table
-        for v in range(MIN_BUILD, MAX_BUILD + 1):
-            if build_sets[v] and _holds(held, v):
-                for mask in build_sets[v]:
+        for v in held:
+            if v >= MIN_BUILD:
+                for mask in build_sets(r, v):
                     if mask:
-                        moves.append(Move(c, MoveKind.BUILD, v, (), _cards(loose, mask)))
+                        append(Move(c, BUILD, v, (), tuple([loose[j] for j in positions(mask)])))
         for b in builds:
             v = b.value
-            if _holds(held, v):
-                for mask in build_sets[v]:
-                    moves.append(Move(c, MoveKind.ADD, v, (b.id,), _cards(loose, mask)))
+            if v in held:
+                for mask in build_sets(r, v):
+                    append(Move(c, ADD, v, (b.id,), tuple([loose[j] for j in positions(mask)])))
             if not b.multiple and b.owner != seat:
-                v = b.value + r
-                if v <= MAX_BUILD and _holds(held, v):
-                    for mask in plan.unions[v]:
-                        moves.append(Move(c, MoveKind.RAISE, v, (b.id,), _cards(loose, mask)))
+                v += r
+                if v in held and v <= MAX_BUILD:
+                    for mask in plan.unions(v):
+                        append(Move(c, RAISE, v, (b.id,), tuple([loose[j] for j in positions(mask)])))
     moves.sort()
     return moves
 
@@ -195,11 +216,11 @@ def explain_illegal(state: GameState, move: Move) -> str:
         return f"there is no build b{unknown[0]} on the table"
     r = RANK[move.card]
     owned = [b for b in state.builds if b.owner == seat]
-    held = set(RANK[x] for x in hand)
     held_after = [RANK[x] for x in hand if x != move.card]
     same_rank_loose = [c for c in state.loose if RANK[c] == r]
     ranks = tuple(RANK[c] for c in state.loose)
-    captures, build_sets = _card_plan(ranks, r)
+    plan = table_plan(ranks)
+    captures = plan.captures(r)
     mask = sum(1 << state.loose.index(c) for c in move.loose)
     kind = move.kind
     if kind == MoveKind.TRAIL:
@@ -220,17 +241,17 @@ def explain_illegal(state: GameState, move: Move) -> str:
     v = move.value
     if v < MIN_BUILD or v > MAX_BUILD:
         return f"a build is worth 2 to 14, not {v} (rule 8)"
-    if not _holds(set(held_after), v):
+    if v not in _held_values(held_after):
         return f"after playing {CODE[move.card]} seat {seat} would not hold a card worth {v} (rule 8)"
     if kind == MoveKind.BUILD:
-        if mask not in build_sets[v]:
+        if mask not in plan.build_sets(r, v):
             return f"{CODE[move.card]} and the cards named do not split into groups worth {v} (rule 8)"
     else:
         target = by_id[move.builds[0]]
         if kind == MoveKind.ADD:
             if v != target.value:
                 return f"adding keeps build b{target.id}'s value {target.value}, not {v} (rule 8)"
-            if mask not in build_sets[v]:
+            if mask not in plan.build_sets(r, v):
                 return f"{CODE[move.card]} and the cards named do not form groups worth {v} (rule 8)"
         else:
             if target.owner == seat:
@@ -239,13 +260,13 @@ def explain_illegal(state: GameState, move: Move) -> str:
                 return f"build b{target.id} is a multiple build; its value never changes (rule 8)"
             if v != target.value + r:
                 return f"raising b{target.id} ({target.value}) with {CODE[move.card]} makes {target.value + r}, not {v} (rule 8)"
-            if mask not in _table_plan(ranks).unions[v]:
+            if mask not in plan.unions(v):
                 return f"the loose cards absorbed do not split into groups worth {v} (rule 8)"
     return _owner_reason(seat, owned, held_after, set()) or "not a legal play here"
 
 
 def _owner_reason(seat: int, owned: list[Build], held_after: list[int], captured: set[int]) -> str | None:
     for b in owned:
-        if b.id not in captured and not _holds(set(held_after), b.value):
+        if b.id not in captured and b.value not in _held_values(held_after):
             return f"seat {seat} owns build b{b.id} ({b.value}) and must keep a card to capture it (rule 10)"
     return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .cards import RANK
 from .errors import GameOverError, IllegalMoveError, InvalidMoveError
 from .legal import explain_illegal, legal_moves
 from .moves import Move, MoveKind, parse_move
@@ -52,7 +53,7 @@ def play(state: GameState, move: Move) -> GameState:
     side = options.side_of(seat)
     c = move.card
     hands = list(state.hands)
-    hands[seat] = tuple(x for x in hands[seat] if x != c)
+    hands[seat] = tuple([x for x in hands[seat] if x != c])
     loose = state.loose
     builds = state.builds
     piles = state.piles
@@ -70,14 +71,14 @@ def play(state: GameState, move: Move) -> GameState:
         for b in builds:
             if b.id in taken_ids:
                 taken.extend(b.cards)
-        loose = tuple(x for x in loose if x not in move.loose)
-        builds = tuple(b for b in builds if b.id not in taken_ids)
+        loose = tuple([x for x in loose if x not in move.loose])
+        builds = tuple([b for b in builds if b.id not in taken_ids])
         piles = _add_to_pile(piles, side, taken)
         last_capturer = seat
         if not loose and not builds:
             sweeps = _bump(sweeps, side)  # rule 11
     else:
-        loose = tuple(x for x in loose if x not in move.loose)
+        loose = tuple([x for x in loose if x not in move.loose])
         added = (c, *move.loose)
         if kind == MoveKind.BUILD:
             new = Build(next_build_id, move.value, tuple(sorted(added)), seat, len(added) > 1 and _is_multiple(added, move.value))
@@ -135,8 +136,6 @@ def play(state: GameState, move: Move) -> GameState:
 
 
 def _is_multiple(cards: tuple[int, ...], value: int) -> bool:
-    from .cards import RANK
-
     return sum(RANK[x] for x in cards) != value
 
 

@@ -72,9 +72,10 @@ class DeckSource:
         return self._shuffled[deal - len(self.explicit)]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class GameState:
-    """Everything about a game at one moment. Treat as immutable; the engine never mutates one.
+    """Everything about a game at one moment. Immutable by contract: the engine never changes a
+    state once built (it is not ``frozen`` only because that doubles the cost of making one).
 
     Sides: per-side tuples (``piles``, ``sweeps``, ``scores``...) are indexed by side, which is the
     seat except in partnerships (side = seat % 2). ``deal_over`` is only ever true on the state that
