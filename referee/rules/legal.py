@@ -6,8 +6,6 @@ ranks of the loose cards, so it is computed once per rank pattern and memoised (
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from .cards import ACE, ACE_HIGH, CODE, RANK, Card
 from .moves import Move, MoveKind
 from .state import Build, GameState
@@ -23,30 +21,35 @@ class TablePlan:
     per plan, and plans are memoised per rank pattern.
     """
 
-    __slots__ = ("ranks", "rank_mask", "by_sum", "_unions", "_captures", "_builds", "_positions")
+    __slots__ = ("ranks", "rank_mask", "by_sum", "_unions", "_captures", "_builds", "_positions", "_options")
 
 
     def __init__(self, ranks: tuple[int, ...]) -> None:
         self.ranks = ranks
-        self.rank_mask = [0] * (MAX_BUILD + 1)
+        rank_mask = [0] * (MAX_BUILD + 1)
         for i, r in enumerate(ranks):
-            self.rank_mask[r] |= 1 << i
-        # by_sum[s]: non-empty subsets whose sum (Ace = 1) is s, for s <= 14
-        self.by_sum: list[list[int]] = [[] for _ in range(MAX_BUILD + 1)]
-        self._subsets(0, 0, 0)
+            rank_mask[r] |= 1 << i
+        self.rank_mask = tuple(rank_mask)
+        # by_sum[s]: non-empty subsets whose sum (Ace = 1) is s, for s <= 14. Tuples of ints, like
+        # every memo below, so the garbage collector stops tracking them (a long memo of lists
+        # makes every full collection slow).
+        by_sum: list[list[int]] = [[] for _ in range(MAX_BUILD + 1)]
+        self._subsets(by_sum, 0, 0, 0)
+        self.by_sum = tuple(tuple(masks) for masks in by_sum)
         self._unions: dict[int, tuple[int, ...]] = {}
         self._captures: dict[int, tuple[int, ...]] = {}
         self._builds: dict[int, tuple[int, ...]] = {}
         self._positions: dict[int, tuple[int, ...]] = {}
+        self._options: dict[int, tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = {}
 
-    def _subsets(self, start: int, mask: int, total: int) -> None:
+    def _subsets(self, by_sum: list[list[int]], start: int, mask: int, total: int) -> None:
         for i in range(start, len(self.ranks)):
             s = total + self.ranks[i]
             if s > MAX_BUILD:
                 break  # ranks are sorted, so every later card overshoots too
             m = mask | (1 << i)
-            self.by_sum[s].append(m)
-            self._subsets(i + 1, m, s)
+            by_sum[s].append(m)
+            self._subsets(by_sum, i + 1, m, s)
 
     def groups(self, v: int) -> list[int]:
         """Loose groups worth v: sets summing to v, and for v = 14 each lone Ace (rule 6, 8)."""
@@ -98,6 +101,15 @@ class TablePlan:
             sets.update([head | w for w in unions if not head & w])
         return tuple(sorted(sets))
 
+    def card_options(self, rank: int) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+        """For a played card of ``rank``: its capture sets, and every (v, U) with U in
+        ``build_sets(rank, v)`` for v = 2..14, in order of v."""
+        found = self._options.get(rank)
+        if found is None:
+            pairs = tuple((v, mask) for v in range(MIN_BUILD, MAX_BUILD + 1) for mask in self.build_sets(rank, v))
+            found = self._options[rank] = (self.captures(rank), pairs)
+        return found
+
     def positions(self, mask: int) -> tuple[int, ...]:
         """The loose-card positions in ``mask``."""
         found = self._positions.get(mask)
@@ -106,10 +118,19 @@ class TablePlan:
         return found
 
 
-@lru_cache(maxsize=1 << 16)
+_PLANS: dict[tuple[int, ...], TablePlan] = {}
+PLAN_MEMO_LIMIT = 1 << 15  # plans kept before the memo starts afresh (bounds memory)
+
+
 def table_plan(ranks: tuple[int, ...]) -> TablePlan:
-    """The (memoised) plan for loose cards of these sorted ranks."""
-    return TablePlan(ranks)
+    """The plan for loose cards of these sorted ranks, memoised: a pure function's cache, the
+    only module-level state of the engine, invisible except in speed."""
+    plan = _PLANS.get(ranks)
+    if plan is None:
+        if len(_PLANS) >= PLAN_MEMO_LIMIT:
+            _PLANS.clear()
+        plan = _PLANS[ranks] = TablePlan(ranks)
+    return plan
 
 
 def _held_values(ranks: list[int]) -> set[int]:
@@ -118,6 +139,9 @@ def _held_values(ranks: list[int]) -> set[int]:
     if ACE in held:
         held.add(ACE_HIGH)
     return held
+
+
+TRAIL, CAPTURE, BUILD, ADD, RAISE = MoveKind.TRAIL, MoveKind.CAPTURE, MoveKind.BUILD, MoveKind.ADD, MoveKind.RAISE
 
 
 def legal_moves(state: GameState) -> list[Move]:
@@ -131,7 +155,7 @@ def legal_moves(state: GameState) -> list[Move]:
     return cached
 
 
-TRAIL, CAPTURE, BUILD, ADD, RAISE = MoveKind.TRAIL, MoveKind.CAPTURE, MoveKind.BUILD, MoveKind.ADD, MoveKind.RAISE
+_new_move = tuple.__new__  # builds a Move without NamedTuple's Python-level __new__
 
 
 def _generate(state: GameState) -> list[Move]:
@@ -140,51 +164,58 @@ def _generate(state: GameState) -> list[Move]:
     loose = state.loose
     builds = state.builds
     if not loose and not builds:
-        return [Move(c, TRAIL) for c in hand]  # after a sweep (rule 11)
+        return [_new_move(Move, (c, TRAIL, 0, (), ())) for c in hand]  # after a sweep (rule 11)
     plan = table_plan(tuple([RANK[c] for c in loose]))
     positions = plan.positions
-    build_sets = plan.build_sets
+    rank_mask = plan.rank_mask
     owned = [b for b in builds if b.owner == seat]
     hand_ranks = [RANK[c] for c in hand]
     moves: list[Move] = []
     append = moves.append
     for i, c in enumerate(hand):
         r = hand_ranks[i]
-        held = _held_values(hand_ranks[:i] + hand_ranks[i + 1 :])
-        keeps_owned = not owned or all(b.value in held for b in owned)
+        held = set(hand_ranks)
+        if hand_ranks.count(r) == 1:
+            held.discard(r)
+        if ACE in held:
+            held.add(ACE_HIGH)
+        keeps_owned = not owned or all([b.value in held for b in owned])
+        captures, build_pairs = plan.card_options(r)
 
-        if not owned and not plan.rank_mask[r]:
-            append(Move(c, TRAIL))  # rule 5
+        if not owned and not rank_mask[r]:
+            append(_new_move(Move, (c, TRAIL, 0, (), ())))  # rule 5
 
         capture_value = ACE_HIGH if r == ACE else r
-        targets = [b for b in builds if b.value == capture_value]
-        for taken in _build_subsets(targets) if targets else ((),):
-            if taken and not keeps_owned and not all(b.value in held for b in owned if b not in taken):
-                continue  # rule 10: an owned build left behind needs its capture card
-            if not taken and not keeps_owned:
-                continue
-            ids = tuple([b.id for b in taken])
-            for mask in plan.captures(r):
-                if mask or taken:
-                    append(Move(c, CAPTURE, 0, ids, tuple([loose[j] for j in positions(mask)])))
+        targets = [b for b in builds if b.value == capture_value] if builds else None
+        if targets:
+            for taken in _build_subsets(targets):
+                if not keeps_owned and not all([b.value in held for b in owned if b not in taken]):
+                    continue  # rule 10: an owned build left behind needs its capture card
+                ids = tuple([b.id for b in taken])
+                for mask in captures:
+                    if mask or taken:
+                        append(_new_move(Move, (c, CAPTURE, 0, ids, tuple([loose[j] for j in positions(mask)]))))
+        elif keeps_owned:
+            for mask in captures:
+                if mask:
+                    append(_new_move(Move, (c, CAPTURE, 0, (), tuple([loose[j] for j in positions(mask)]))))
 
         if not keeps_owned:
             continue  # every build play leaves the owned builds on the table
-        for v in held:
-            if v >= MIN_BUILD:
-                for mask in build_sets(r, v):
-                    if mask:
-                        append(Move(c, BUILD, v, (), tuple([loose[j] for j in positions(mask)])))
+        for v, mask in build_pairs:
+            if mask and v in held:
+                append(_new_move(Move, (c, BUILD, v, (), tuple([loose[j] for j in positions(mask)]))))
         for b in builds:
             v = b.value
             if v in held:
-                for mask in build_sets(r, v):
-                    append(Move(c, ADD, v, (b.id,), tuple([loose[j] for j in positions(mask)])))
+                for w, mask in build_pairs:
+                    if w == v:
+                        append(_new_move(Move, (c, ADD, v, (b.id,), tuple([loose[j] for j in positions(mask)]))))
             if not b.multiple and b.owner != seat:
                 v += r
                 if v in held and v <= MAX_BUILD:
                     for mask in plan.unions(v):
-                        append(Move(c, RAISE, v, (b.id,), tuple([loose[j] for j in positions(mask)])))
+                        append(_new_move(Move, (c, RAISE, v, (b.id,), tuple([loose[j] for j in positions(mask)]))))
     moves.sort()
     return moves
 

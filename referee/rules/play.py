@@ -9,7 +9,7 @@ from .errors import GameOverError, IllegalMoveError, InvalidMoveError
 from .legal import explain_illegal, legal_moves
 from .moves import Move, MoveKind, parse_move
 from .scoring import condition_certain, continuation_after, score_deal
-from .state import Build, GameState, LogEntry, deal_hands, deal_new
+from .state import Build, GameState, LogEntry, deal_hands, deal_new, successor
 
 
 def apply(state: GameState, move: Move | str) -> GameState:
@@ -50,7 +50,6 @@ def play(state: GameState, move: Move) -> GameState:
     and the deal scored, but the next deal is not dealt (perft stops there)."""
     options = state.options
     seat = state.to_move
-    side = options.side_of(seat)
     c = move.card
     hands = list(state.hands)
     hands[seat] = tuple([x for x in hands[seat] if x != c])
@@ -61,78 +60,68 @@ def play(state: GameState, move: Move) -> GameState:
     last_capturer = state.last_capturer
     certain_at = state.certain_at
     next_build_id = state.next_build_id
+    plays = state.plays + 1
     kind = move.kind
 
-    if kind == MoveKind.TRAIL:
+    if kind == TRAIL:
         loose = tuple(sorted(loose + (c,)))
-    elif kind == MoveKind.CAPTURE:
-        taken_ids = move.builds
+    elif kind == CAPTURE:
+        side = options.side_of(seat)
         taken = [c, *move.loose]
-        for b in builds:
-            if b.id in taken_ids:
-                taken.extend(b.cards)
-        loose = tuple([x for x in loose if x not in move.loose])
-        builds = tuple([b for b in builds if b.id not in taken_ids])
+        if move.builds:
+            taken_ids = move.builds
+            for b in builds:
+                if b.id in taken_ids:
+                    taken.extend(b.cards)
+            builds = tuple([b for b in builds if b.id not in taken_ids])
+        if move.loose:
+            loose = tuple([x for x in loose if x not in move.loose])
         piles = _add_to_pile(piles, side, taken)
         last_capturer = seat
         if not loose and not builds:
             sweeps = _bump(sweeps, side)  # rule 11
+        if any(state.restricted):
+            certain_at = _mark_certain(state, piles, certain_at, plays)
     else:
-        loose = tuple([x for x in loose if x not in move.loose])
+        if move.loose:
+            loose = tuple([x for x in loose if x not in move.loose])
         added = (c, *move.loose)
-        if kind == MoveKind.BUILD:
-            new = Build(next_build_id, move.value, tuple(sorted(added)), seat, len(added) > 1 and _is_multiple(added, move.value))
-            builds = builds + (new,)
+        if kind == BUILD:
+            cards = tuple(sorted(added))
+            builds = builds + (Build(next_build_id, move.value, cards, seat, _is_multiple(cards, move.value)),)
             next_build_id += 1
         else:
             target_id = move.builds[0]
-            multiple = kind == MoveKind.ADD or bool(move.loose)
+            multiple = kind == ADD or bool(move.loose)
             builds = tuple(
-                Build(b.id, move.value, tuple(sorted(b.cards + added)), seat, b.multiple or multiple) if b.id == target_id else b
-                for b in builds
+                [
+                    Build(b.id, move.value, tuple(sorted(b.cards + added)), seat, b.multiple or multiple)
+                    if b.id == target_id
+                    else b
+                    for b in builds
+                ]
             )
-
-    plays = state.plays + 1
-    if kind == MoveKind.CAPTURE:
-        certain_at = _mark_certain(state, side, piles, certain_at, plays)
 
     to_move = (seat + 1) % options.players
     stock = state.stock
     round_ = state.round
-    hands_t = tuple(hands)
-    log = (state.log, LogEntry(state.deal, seat, move))
-    if not hands_t[to_move] and not any(hands_t):
-        if stock:
-            hands_t, stock = deal_hands(stock, options.players, state.leader)
-            round_ += 1
-            to_move = state.leader
-        else:
-            return _settle(state, hands_t, loose, builds, piles, sweeps, last_capturer, certain_at, plays, log, next_build_id)
-
-    return GameState(
-        options=options,
-        decks=state.decks,
-        deal=state.deal,
-        dealer=state.dealer,
-        round=round_,
-        to_move=to_move,
-        hands=hands_t,
-        loose=loose,
-        builds=builds,
-        next_build_id=next_build_id,
-        stock=stock,
-        piles=piles,
-        sweeps=sweeps,
-        last_capturer=last_capturer,
-        plays=plays,
-        table_dealt=state.table_dealt,
-        scores=state.scores,
-        restricted=state.restricted,
-        certain_at=certain_at,
-        continuation=state.continuation,
-        sheets=state.sheets,
-        log=log,
+    log = (state.log, _new_tuple(LogEntry, (state.deal, seat, move)))
+    if not hands[to_move] and not any(hands):
+        if not stock:
+            return _settle(state, tuple(hands), loose, builds, piles, sweeps, last_capturer, certain_at, plays, log, next_build_id)
+        new_hands, stock = deal_hands(stock, options.players, state.leader)
+        return successor(
+            state, round_ + 1, state.leader, new_hands, loose, builds, next_build_id, stock, piles,
+            sweeps, last_capturer, plays, certain_at, log,
+        )
+    return successor(
+        state, round_, to_move, tuple(hands), loose, builds, next_build_id, stock, piles, sweeps,
+        last_capturer, plays, certain_at, log,
     )
+
+
+_new_tuple = tuple.__new__  # a NamedTuple without its Python-level __new__ (hot path)
+TRAIL, CAPTURE, BUILD, ADD = MoveKind.TRAIL, MoveKind.CAPTURE, MoveKind.BUILD, MoveKind.ADD
 
 
 def _is_multiple(cards: tuple[int, ...], value: int) -> bool:
@@ -151,16 +140,31 @@ def _bump(counts: tuple[int, ...], side: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _mark_certain(state: GameState, side: int, piles, certain_at, plays: int):  # type: ignore[no-untyped-def]
-    """Record the play at which a restricted side's condition became certain (rule 16)."""
-    condition = state.restricted[side]
-    if condition is None or certain_at[side] is not None:
-        return certain_at
-    if not condition_certain(condition, side, piles):
-        return certain_at
-    out = list(certain_at)
-    out[side] = plays
-    return tuple(out)
+def _mark_certain(state: GameState, piles, certain_at, plays: int):  # type: ignore[no-untyped-def]
+    """Record the play at which each restricted side's condition became certain (rule 16).
+
+    Every restricted side is checked after every capture, not only the capturer's: with three
+    sides, a rival's capture can leave too few cards for anyone to catch the leader."""
+    out = None
+    for side, condition in enumerate(state.restricted):
+        if condition is not None and certain_at[side] is None and condition_certain(condition, side, piles):
+            out = out or list(certain_at)
+            out[side] = plays
+    return certain_at if out is None else tuple(out)
+
+
+def _tie_break(state: GameState, certain_at, plays: int, last_capturer: int | None) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
+    """Rule 16 when one event made two conditions certain at once (three sides only): the side
+    that made that play, or took the residue after the last play, first, then playing order."""
+    n = state.options.players
+    order = []
+    for side, at in enumerate(certain_at):
+        if at is None:
+            order.append(0)
+            continue
+        event_seat = last_capturer if at == plays and last_capturer is not None else (state.leader + at - 1) % n
+        order.append((side - event_seat) % n)
+    return tuple(order)
 
 
 def _settle(state, hands, loose, builds, piles, sweeps, last_capturer, certain_at, plays, log, next_build_id) -> GameState:  # type: ignore[no-untyped-def]
@@ -172,10 +176,11 @@ def _settle(state, hands, loose, builds, piles, sweeps, last_capturer, certain_a
     if residue and last_capturer is not None:
         side = options.side_of(last_capturer)
         piles = _add_to_pile(piles, side, residue)
-        certain_at = _mark_certain(state, side, piles, certain_at, plays)
+        certain_at = _mark_certain(state, piles, certain_at, plays)
         loose, builds = (), ()
     sheet, result = score_deal(
-        options, state.deal, state.dealer, piles, sweeps, state.scores, state.restricted, certain_at
+        options, state.deal, state.dealer, piles, sweeps, state.scores, state.restricted, certain_at,
+        _tie_break(state, certain_at, plays, last_capturer),
     )
     return replace(
         state,

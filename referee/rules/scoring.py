@@ -119,8 +119,12 @@ def score_deal(
     scores: Sequence[int],
     restricted: Sequence[Condition | None],
     certain_at: Sequence[int | None],
+    tie_break: Sequence[int] | None = None,
 ) -> tuple[DealSheet, GameResult | None]:
-    """Score a settled deal and decide whether the game ends (rules 13-18)."""
+    """Score a settled deal and decide whether the game ends (rules 13-18).
+
+    ``certain_at[s]``: the play number at which restricted side s's condition became certain, or
+    None; ``tie_break[s]`` orders sides made certain by the same play (default: side order)."""
     sides = len(piles)
     cards = [len(p) for p in piles]
     spades = [sum(1 for c in p if SUIT[c] == SPADE) for p in piles]
@@ -165,7 +169,8 @@ def score_deal(
         )
     new_scores = tuple(scores[s] + sheets[s].points for s in range(sides))
     met_sides = [s for s in range(sides) if sheets[s].condition_met]
-    condition_winner = min(met_sides, key=lambda s: certain_at[s]) if met_sides else None  # type: ignore[arg-type, return-value]
+    order = tie_break or range(sides)
+    condition_winner = min(met_sides, key=lambda s: (certain_at[s], order[s])) if met_sides else None  # type: ignore[arg-type, return-value]
     sheet = DealSheet(deal, dealer, tuple(sheets), tied, condition_winner, new_scores)
     result: GameResult | None = None
     if condition_winner is not None:

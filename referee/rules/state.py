@@ -133,6 +133,32 @@ class GameState:
         return entries
 
 
+def successor(
+    state: GameState,
+    round_: int,
+    to_move: int,
+    hands: tuple[tuple[Card, ...], ...],
+    loose: tuple[Card, ...],
+    builds: tuple[Build, ...],
+    next_build_id: int,
+    stock: tuple[Card, ...],
+    piles: tuple[tuple[Card, ...], ...],
+    sweeps: tuple[int, ...],
+    last_capturer: int | None,
+    plays: int,
+    certain_at: tuple[int | None, ...],
+    log: tuple[Any, LogEntry] | None,
+) -> GameState:
+    """The state after a play within the same deal. Positional on purpose: keyword construction
+    of the 25-field dataclass costs four times as much, and this runs once per play
+    (tests/test_state_layout.py pins the field order)."""
+    return GameState(
+        state.options, state.decks, state.deal, state.dealer, round_, to_move, hands, loose, builds,
+        next_build_id, stock, piles, sweeps, last_capturer, plays, state.table_dealt, state.scores,
+        state.restricted, certain_at, state.continuation, state.sheets, log,
+    )
+
+
 def new_game(
     options: RuleOptions | None = None,
     *,
