@@ -17,7 +17,8 @@ notation                                meaning
 
 Canonical form: lower-case verb; captured builds as ``b<id>`` in increasing id before loose cards;
 cards in canonical card order (rank, then suit C D H S); single spaces. ``parse_move`` also accepts
-any case, ``T`` for 10, extra spaces and cards in any order, and returns the canonical ``Move``.
+any case, ``T`` for 10, extra spaces, and cards and captured builds in any order, and returns
+the canonical ``Move``.
 """
 
 from __future__ import annotations
@@ -104,8 +105,8 @@ def parse_move(text: str) -> Move:
             raise InvalidMoveError(f"bad move {text!r}: a trail takes nothing after 'trail'")
         return Move(played, kind)
     if kind == MoveKind.CAPTURE:
-        while rest and _is_build_ref(rest[0]):
-            builds.append(_build_id(rest.pop(0), text))
+        builds = [_build_id(tok, text) for tok in rest if _is_build_ref(tok)]
+        rest = [tok for tok in rest if not _is_build_ref(tok)]
     elif kind in (MoveKind.ADD, MoveKind.RAISE):
         if not rest or not _is_build_ref(rest[0]):
             raise InvalidMoveError(f"bad move {text!r}: {VERBS[kind]} needs a build such as 'b1'")
