@@ -1019,3 +1019,24 @@ def test_record_tampered_record_changed_deck_rejected(finished_game):
         replay_record(_tampered(rec, lambda r: r["deals"][0].__setitem__("deck", "AC AD")))
     with pytest.raises(InvalidRecordError):
         replay_record(_tampered(rec, lambda r: r.pop("deals")))
+
+
+def test_r16_one_play_makes_two_conditions_certain_the_player_who_made_it_wins():
+    """Rule 16 (interpretation): when one play makes two conditions certain at once, the side
+    that made the play wins, then playing order. Seat 1 takes 10D (its own condition) and the
+    residue, which also leaves too few cards for side 2 to catch side 0's most cards."""
+    in_play = cards("10S") + cards("10D 4C 6C 2H 3H 5H 7H 8H 9H JH QH KH AH")
+    rest = [c for c in ALL_CARDS if c not in in_play]
+    p0, p1, p2 = tuple(rest[:23]), tuple(rest[23:27]), tuple(rest[27:])
+    st = end_of_deal(THREE, to_move=1, dealer=2, hands={1: "10S"},
+                     loose="10D 4C 6C 2H 3H 5H 7H 8H 9H JH QH KH AH", piles=[p0, p1, p2],
+                     scores=(18, 19, 0), last_capturer=2, plays=47)
+    assert not condition_certain(Condition.MOST_CARDS, 0, st.piles)  # 23 is not > 11 + 14
+    move = parse_move("10S capture 10D 4C 6C")
+    assert move in legal_moves(st)
+    done = play(st, move)
+    assert done.certain_at == (48, 48, None)
+    sheet = done.sheets[-1]
+    assert sheet.sides[0].condition_met and sheet.sides[1].condition_met
+    assert sheet.condition_winner == 1
+    assert done.result is not None and done.result.winner == 1
