@@ -21,7 +21,7 @@ class TablePlan:
     per plan, and plans are memoised per rank pattern.
     """
 
-    __slots__ = ("ranks", "rank_mask", "by_sum", "_unions", "_captures", "_builds", "_positions", "_options")
+    __slots__ = ("ranks", "rank_mask", "by_sum", "_unions", "_captures", "_builds", "no_builds")
 
 
     def __init__(self, ranks: tuple[int, ...]) -> None:
@@ -39,8 +39,7 @@ class TablePlan:
         self._unions: dict[int, tuple[int, ...]] = {}
         self._captures: dict[int, tuple[int, ...]] = {}
         self._builds: dict[int, tuple[int, ...]] = {}
-        self._positions: dict[int, tuple[int, ...]] = {}
-        self._options: dict[int, tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = {}
+        self.no_builds = 0  # bit (rank << 4 | v) set: no build of v with that rank
 
     def _subsets(self, by_sum: list[list[int]], start: int, mask: int, total: int) -> None:
         for i in range(start, len(self.ranks)):
@@ -86,10 +85,16 @@ class TablePlan:
         key = rank << 4 | v
         found = self._builds.get(key)
         if found is None:
-            found = self._builds[key] = self._build_sets(rank, v)
+            found = self._build_sets(rank, v)
+            if found:
+                self._builds[key] = found
+            else:
+                self.no_builds |= 1 << key  # most pairs have no build: one bit, not a dict entry
         return found
 
     def _build_sets(self, rank: int, v: int) -> tuple[int, ...]:
+        if v < MIN_BUILD:
+            return ()  # there is no build of 1
         heads = list(self.by_sum[v - rank]) if v - rank >= 1 else []  # loose cards with the played card
         if rank == v or (rank == ACE and v == ACE_HIGH):
             heads.append(0)
@@ -101,25 +106,20 @@ class TablePlan:
             sets.update([head | w for w in unions if not head & w])
         return tuple(sorted(sets))
 
-    def card_options(self, rank: int) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
-        """For a played card of ``rank``: its capture sets, and every (v, U) with U in
-        ``build_sets(rank, v)`` for v = 2..14, in order of v."""
-        found = self._options.get(rank)
-        if found is None:
-            pairs = tuple((v, mask) for v in range(MIN_BUILD, MAX_BUILD + 1) for mask in self.build_sets(rank, v))
-            found = self._options[rank] = (self.captures(rank), pairs)
-        return found
 
-    def positions(self, mask: int) -> tuple[int, ...]:
-        """The loose-card positions in ``mask``."""
-        found = self._positions.get(mask)
-        if found is None:
-            found = self._positions[mask] = tuple(i for i in range(len(self.ranks)) if mask >> i & 1)
-        return found
+_POSITIONS: dict[int, tuple[int, ...]] = {}
+
+
+def positions(mask: int) -> tuple[int, ...]:
+    """The bit positions set in ``mask``, memoised (masks are small: one bit per loose card)."""
+    found = _POSITIONS.get(mask)
+    if found is None:
+        found = _POSITIONS[mask] = tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
+    return found
 
 
 _PLANS: dict[tuple[int, ...], TablePlan] = {}
-PLAN_MEMO_LIMIT = 1 << 15  # plans kept before the memo starts afresh (bounds memory)
+PLAN_MEMO_LIMIT = 1 << 14  # plans kept before the memo starts afresh (bounds memory)
 
 
 def table_plan(ranks: tuple[int, ...]) -> TablePlan:
@@ -166,8 +166,8 @@ def _generate(state: GameState) -> list[Move]:
     if not loose and not builds:
         return [_new_move(Move, (c, TRAIL, 0, (), ())) for c in hand]  # after a sweep (rule 11)
     plan = table_plan(tuple([RANK[c] for c in loose]))
-    positions = plan.positions
     rank_mask = plan.rank_mask
+    build_memo = plan._builds
     owned = [b for b in builds if b.owner == seat]
     hand_ranks = [RANK[c] for c in hand]
     moves: list[Move] = []
@@ -180,7 +180,7 @@ def _generate(state: GameState) -> list[Move]:
         if ACE in held:
             held.add(ACE_HIGH)
         keeps_owned = not owned or all([b.value in held for b in owned])
-        captures, build_pairs = plan.card_options(r)
+        captures = plan.captures(r)
 
         if not owned and not rank_mask[r]:
             append(_new_move(Move, (c, TRAIL, 0, (), ())))  # rule 5
@@ -202,15 +202,22 @@ def _generate(state: GameState) -> list[Move]:
 
         if not keeps_owned:
             continue  # every build play leaves the owned builds on the table
-        for v, mask in build_pairs:
-            if mask and v in held:
-                append(_new_move(Move, (c, BUILD, v, (), tuple([loose[j] for j in positions(mask)]))))
+        no_builds = plan.no_builds
+        for v in held:
+            key = r << 4 | v
+            if no_builds >> key & 1:
+                continue
+            masks = build_memo.get(key)
+            if masks is None:
+                masks = plan.build_sets(r, v)
+            for mask in masks:
+                if mask:
+                    append(_new_move(Move, (c, BUILD, v, (), tuple([loose[j] for j in positions(mask)]))))
         for b in builds:
             v = b.value
             if v in held:
-                for w, mask in build_pairs:
-                    if w == v:
-                        append(_new_move(Move, (c, ADD, v, (b.id,), tuple([loose[j] for j in positions(mask)]))))
+                for mask in plan.build_sets(r, v):
+                    append(_new_move(Move, (c, ADD, v, (b.id,), tuple([loose[j] for j in positions(mask)]))))
             if not b.multiple and b.owner != seat:
                 v += r
                 if v in held and v <= MAX_BUILD:
