@@ -1,0 +1,171 @@
+"""The ``referee`` command line (referee/cli.py), run as ``python -m referee.cli`` in a subprocess:
+``play`` prints a seeded game, ``--record`` writes a record that ``replay`` accepts, and bad
+records or arguments exit with status 2 and one ``error:`` line on stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+RESULT_LINE = re.compile(r"^(draw|P\d(\+P\d)? wins) \((target_reached|condition_met|max_deals)\) after (\d+) deal\(s\): (P\d(\+P\d)?=\d+ ?)+$")
+HEADER_LINE = re.compile(r"^== deal (\d+), dealer P(\d), table (\S+ ){3}\S+; P0: ")
+
+
+def referee(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "referee.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def assert_usage_error(done: subprocess.CompletedProcess[str]) -> str:
+    """Exit status 2, nothing on stdout, exactly one ``error:`` line on stderr (no traceback)."""
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr)
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "error:" in lines[0] and "Traceback" not in done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "args, players",
+    [([], 2), (["--players", "3"], 3), (["--players", "4"], 4), (["--players", "4", "--individuals"], 4)],
+    ids=["2p", "3p", "4p-partners", "4p-individuals"],
+)
+def test_play_prints_deal_headers_score_sheets_and_a_result(args: list[str], players: int) -> None:
+    done = referee("play", "--seed", "12", *args)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    headers = [m for m in map(HEADER_LINE.match, lines) if m]
+    assert headers, done.stdout[:500]
+    assert [int(m.group(1)) for m in headers] == list(range(1, len(headers) + 1))
+    assert [int(m.group(2)) for m in headers] == [(players - 1 + k) % players for k in range(len(headers))]  # rule 3
+    assert lines[0].startswith("== deal 1, dealer P")
+    sheets = [i for i, line in enumerate(lines) if line.startswith("item ")]
+    assert len(sheets) == len(headers), "one score sheet per deal"
+    for i in sheets:
+        assert lines[i + 1].startswith("cards") and any(lines[j].startswith("score ") for j in range(i, i + 16))
+    assert re.search(r"\| \d+ legal \| ", done.stdout)
+    result = RESULT_LINE.match(lines[-1])
+    assert result, lines[-1]
+    assert int(result.group(4)) == len(headers)
+    teams = players == 4 and "--individuals" not in args
+    assert ("+P" in lines[-1]) == teams
+
+
+def test_play_is_deterministic_per_seed() -> None:
+    first = referee("play", "--seed", "5")
+    second = referee("play", "--seed", "5")
+    other = referee("play", "--seed", "6")
+    assert first.returncode == second.returncode == other.returncode == 0
+    assert first.stdout == second.stdout
+    assert first.stdout != other.stdout
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A 3-player game played with --record: (record file, play output)."""
+    path = tmp_path_factory.mktemp("records") / "game.json"
+    done = referee("play", "--seed", "21", "--players", "3", "--record", str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"record written to {path}"
+    return path, done.stdout
+
+
+def test_record_is_a_game_record_that_replay_accepts(recorded: tuple[Path, str]) -> None:
+    path, output = recorded
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["format"] == "royal-casino-record" and record["version"] == 1
+    assert record["seed"] == 21 and record["options"]["players"] == 3
+    assert record["result"] is not None
+    done = referee("replay", str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert lines[-1].startswith("record checked")
+    played_result = output.splitlines()[-2]  # before "record written to ..."
+    assert RESULT_LINE.match(played_result)
+    assert lines[-2] == played_result
+    moves = [line for line in lines if re.match(r"^\s+\d+\. ", line)]
+    assert len(moves) == sum(len(d["moves"]) for d in record["deals"])
+
+
+def corrupt(record: dict, how: str) -> str:
+    record = json.loads(json.dumps(record))
+    deal = record["deals"][0]
+    if how == "illegal-move":
+        deal["moves"][0] = deal["moves"][1]  # the second player's card, played by the first
+    elif how == "bad-notation":
+        deal["moves"][2] = "ZZ frobnicate"
+    elif how == "wrong-result":
+        record["result"]["scores"][0] += 1
+    elif how == "wrong-sheet":
+        deal["sheet"]["sides"][0]["points"] += 1
+    elif how == "deck-not-from-seed":
+        cards = deal["deck"].split()
+        cards[0], cards[1] = cards[1], cards[0]
+        deal["deck"] = " ".join(cards)
+        assert record["explicit_decks"] == 0  # every deck must be the seed's shuffle
+    elif how == "missing-moves":
+        del deal["moves"]
+    elif how == "bad-version":
+        record["version"] = 99
+    elif how == "not-a-record":
+        return json.dumps({"hello": "world"})
+    elif how == "truncated-json":
+        return json.dumps(record)[:-40]
+    return json.dumps(record)
+
+
+EXPECTED_ERROR = {
+    "illegal-move": "deal 1, play 1",
+    "bad-notation": "deal 1, play 3",
+    "wrong-result": "the result does not match",
+    "wrong-sheet": "deal 1: the score sheet does not match",
+    "deck-not-from-seed": "deal 1: the deck is not the one seed 21 deals",
+    "missing-moves": "malformed record",
+    "bad-version": "unsupported record version 99",
+    "not-a-record": "not a royal-casino-record record",
+    "truncated-json": "is not JSON",
+}
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["illegal-move", "bad-notation", "wrong-result", "wrong-sheet", "deck-not-from-seed", "missing-moves", "bad-version", "not-a-record", "truncated-json"],
+)
+def test_corrupted_record_makes_replay_exit_2(recorded: tuple[Path, str], tmp_path: Path, how: str) -> None:
+    path, _ = recorded
+    record = json.loads(path.read_text(encoding="utf-8"))
+    bad = tmp_path / f"{how}.json"
+    bad.write_text(corrupt(record, how), encoding="utf-8")
+    line = assert_usage_error(referee("replay", str(bad)))
+    assert line.startswith("referee: error:")
+    assert EXPECTED_ERROR[how] in line, line
+
+
+def test_replay_missing_file_exits_2(tmp_path: Path) -> None:
+    assert_usage_error(referee("replay", str(tmp_path / "nothing.json")))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["play", "--players", "5"], ["play", "--seed", "x"], ["frobnicate"], ["perft", "--depth", "2"]],
+    ids=["five-players", "seed-not-a-number", "unknown-command", "perft-without-deck"],
+)
+def test_bad_arguments_exit_2(args: list[str]) -> None:
+    assert_usage_error(referee(*args))
