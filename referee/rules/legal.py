@@ -21,7 +21,7 @@ class TablePlan:
     per plan, and plans are memoised per rank pattern.
     """
 
-    __slots__ = ("ranks", "rank_mask", "by_sum", "_unions", "_captures", "_builds", "no_builds")
+    __slots__ = ("ranks", "rank_mask", "by_sum", "_unions", "_captures", "_builds", "no_builds", "sum_bits")
 
 
     def __init__(self, ranks: tuple[int, ...]) -> None:
@@ -36,6 +36,7 @@ class TablePlan:
         by_sum: list[list[int]] = [[] for _ in range(MAX_BUILD + 1)]
         self._subsets(by_sum, 0, 0, 0)
         self.by_sum = tuple(tuple(masks) for masks in by_sum)
+        self.sum_bits = sum(1 << v for v, masks in enumerate(by_sum) if masks)  # bit s: some subset sums to s
         self._unions: dict[int, tuple[int, ...]] = {}
         self._captures: dict[int, tuple[int, ...]] = {}
         self._builds: dict[int, tuple[int, ...]] = {}
@@ -158,29 +159,44 @@ def legal_moves(state: GameState) -> list[Move]:
 _new_move = tuple.__new__  # builds a Move without NamedTuple's Python-level __new__
 
 
+BUILD_VALUES = sum(1 << v for v in range(MIN_BUILD, MAX_BUILD + 1))  # bit v set for v = 2..14
+
+
 def _generate(state: GameState) -> list[Move]:
+    """The legal plays, sorted. Values are handled as bit sets (bit v = value v) so that "does
+    the mover still hold a card of v" and "can this card build v here" are single operations."""
     seat = state.to_move
     hand = state.hands[seat]
     loose = state.loose
     builds = state.builds
     if not loose and not builds:
         return [_new_move(Move, (c, TRAIL, 0, (), ())) for c in hand]  # after a sweep (rule 11)
-    plan = table_plan(tuple([RANK[c] for c in loose]))
+    ranks = tuple([RANK[c] for c in loose])
+    plan = _PLANS.get(ranks) or table_plan(ranks)
     rank_mask = plan.rank_mask
     build_memo = plan._builds
+    capture_memo = plan._captures
     owned = [b for b in builds if b.owner == seat]
+    owned_bits = 0
+    for b in owned:
+        owned_bits |= 1 << b.value
     hand_ranks = [RANK[c] for c in hand]
+    hand_bits = 0
+    repeated = 0  # ranks held twice or more: playing one still leaves one
+    for r in hand_ranks:
+        repeated |= hand_bits & (1 << r)
+        hand_bits |= 1 << r
     moves: list[Move] = []
     append = moves.append
     for i, c in enumerate(hand):
         r = hand_ranks[i]
-        held = set(hand_ranks)
-        if hand_ranks.count(r) == 1:
-            held.discard(r)
-        if ACE in held:
-            held.add(ACE_HIGH)
-        keeps_owned = not owned or all([b.value in held for b in owned])
-        captures = plan.captures(r)
+        held = hand_bits if repeated >> r & 1 else hand_bits & ~(1 << r)
+        if held & (1 << ACE):
+            held |= 1 << ACE_HIGH  # values whose capture card the mover keeps after playing c
+        keeps_owned = not owned_bits & ~held
+        captures = capture_memo.get(r)
+        if captures is None:
+            captures = plan.captures(r)
 
         if not owned and not rank_mask[r]:
             append(_new_move(Move, (c, TRAIL, 0, (), ())))  # rule 5
@@ -189,7 +205,7 @@ def _generate(state: GameState) -> list[Move]:
         targets = [b for b in builds if b.value == capture_value] if builds else None
         if targets:
             for taken in _build_subsets(targets):
-                if not keeps_owned and not all([b.value in held for b in owned if b not in taken]):
+                if not keeps_owned and not all([held >> b.value & 1 for b in owned if b not in taken]):
                     continue  # rule 10: an owned build left behind needs its capture card
                 ids = tuple([b.id for b in taken])
                 for mask in captures:
@@ -202,12 +218,12 @@ def _generate(state: GameState) -> list[Move]:
 
         if not keeps_owned:
             continue  # every build play leaves the owned builds on the table
-        no_builds = plan.no_builds
-        for v in held:
-            key = r << 4 | v
-            if no_builds >> key & 1:
-                continue
-            masks = build_memo.get(key)
+        # new builds: v held, and some loose cards can join c in a group worth v (or c alone is)
+        buildable = (plan.sum_bits << r | 1 << r | (1 << ACE_HIGH if r == ACE else 0)) & held & BUILD_VALUES
+        while buildable:
+            v = buildable.bit_length() - 1
+            buildable &= ~(1 << v)
+            masks = build_memo.get(r << 4 | v)
             if masks is None:
                 masks = plan.build_sets(r, v)
             for mask in masks:
@@ -215,12 +231,12 @@ def _generate(state: GameState) -> list[Move]:
                     append(_new_move(Move, (c, BUILD, v, (), tuple([loose[j] for j in positions(mask)]))))
         for b in builds:
             v = b.value
-            if v in held:
+            if held >> v & 1:
                 for mask in plan.build_sets(r, v):
                     append(_new_move(Move, (c, ADD, v, (b.id,), tuple([loose[j] for j in positions(mask)]))))
             if not b.multiple and b.owner != seat:
                 v += r
-                if v in held and v <= MAX_BUILD:
+                if v <= MAX_BUILD and held >> v & 1:
                     for mask in plan.unions(v):
                         append(_new_move(Move, (c, RAISE, v, (b.id,), tuple([loose[j] for j in positions(mask)]))))
     moves.sort()
