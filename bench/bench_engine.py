@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import random
+import resource
 import statistics
 import sys
 import time
@@ -97,6 +98,9 @@ def main() -> int:
             f"{r['plays_per_game']:.0f} plays/game; legal moves median {r['legal_median_us']:.1f} us, "
             f"p99 {r['legal_p99_us']:.1f} us over {r['legal_calls']} states"
         )
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    report["peak_rss_mib"] = peak_mib
+    print(f"peak resident memory {peak_mib:.0f} MiB (includes the bounded memo of table patterns)")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return 0
