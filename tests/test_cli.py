@@ -5,13 +5,13 @@ records or arguments exit with status 2 and one ``error:`` line on stderr."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import run_referee
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,15 +19,7 @@ RESULT_LINE = re.compile(r"^(draw|P\d(\+P\d)? wins) \((target_reached|condition_
 HEADER_LINE = re.compile(r"^== deal (\d+), dealer P(\d), table (\S+ ){3}\S+; P0: ")
 
 
-def referee(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "referee.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+referee = run_referee
 
 
 def assert_usage_error(done: subprocess.CompletedProcess[str]) -> str:

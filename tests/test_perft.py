@@ -14,10 +14,7 @@ from. Deck files (tests/data/decks/, 52 codes in dealing order, front card first
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +23,7 @@ from referee.perft import perft, perft_divide
 from referee.rules import RuleOptions, new_game, parse_deck
 from referee.rules.cards import ALL_CARDS, CODE
 from tests.reference.casino_reference import reference_perft, reference_perft_divide
+from tests.support import run_referee
 
 ROOT = Path(__file__).resolve().parent.parent
 DECKS = ROOT / "tests" / "data" / "decks"
@@ -157,15 +155,7 @@ def test_hand_made_deck_is_rich_in_aces_and_small_cards() -> None:
 # --------------------------------------------------------------------------- the CLI
 
 
-def referee(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "referee.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+referee = run_referee
 
 
 def test_cli_perft() -> None:
