@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from .match_cli import UsageError, add_match_args, cmd_check, cmd_match
 from .perft import perft, perft_divide
 from .players import RandomPlayer
 from .render import deal_header, describe_result, describe_sheet, play_line
@@ -99,8 +100,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         _usage_error(f"cannot read record {args.file}: {exc.strerror}")
     except json.JSONDecodeError as exc:
         _usage_error(f"record {args.file} is not JSON: {exc}")
+    wrapper = record if isinstance(record, dict) and "engine" in record else None
+    if wrapper is not None:  # a referee game record: the engine's record plus timings and failures
+        record = wrapper["engine"]
     final = replay_record(record)
     teams = final.options.teams
+    if wrapper is not None:
+        seats = ", ".join(f"P{s['seat']} {s['name']}" for s in wrapper.get("seats", []))
+        print(f"game {wrapper.get('game_id')} [{seats}]")
     for k, deal in enumerate(record["deals"]):
         print(f"== deal {k + 1}, dealer P{deal['dealer']}")
         for i, text in enumerate(deal["moves"]):
@@ -109,9 +116,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print("\n".join("  " + line for line in describe_sheet(final.sheets[k], teams)))
     if final.result:
         print(describe_result(final.result, teams))
+    elif wrapper is not None:
+        result = wrapper.get("result", {})
+        print(f"ended early: {result.get('reason')}; " + "; ".join(f.get("reason", "") for f in wrapper.get("failures", [])))
     else:
         print("unfinished game")
     print("record checked: every play legal, every sheet and the result match")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the Referee service until interrupted."""
+    import asyncio
+    import logging
+
+    from .server import serve
+
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    asyncio.run(serve(args.listen, records_dir=Path(args.records) if args.records else None, allow_commands=args.allow_commands))
     return 0
 
 
@@ -136,6 +158,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--divide", action="store_true", help="print each first play with its count")
     p.set_defaults(func=cmd_perft)
 
+    p = sub.add_parser("match", help="play games between bots over gRPC and print results")
+    add_match_args(p)
+    p.set_defaults(func=cmd_match)
+
+    p = sub.add_parser("check", help="conformance check of a bot: games against itself and a random bot")
+    p.add_argument("--bot", action="append", required=True, metavar="CMD_OR_ADDR", help="the bot to check")
+    add_match_args(p, bots=False)
+    p.set_defaults(func=cmd_check, games=2)
+
+    p = sub.add_parser("serve", help="run the Referee gRPC service")
+    p.add_argument("--listen", default="127.0.0.1:50051", metavar="ADDR", help="host:port or unix:/path (default 127.0.0.1:50051)")
+    p.add_argument("--records", metavar="DIR", help="keep game records here (default: a temporary folder)")
+    p.add_argument("--allow-commands", action="store_true",
+                   help="let clients name bot commands (cmd:...) for the referee to start; off by default")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(func=cmd_serve)
+
     p = sub.add_parser("replay", help="re-check a game record against the rules and print it")
     p.add_argument("file", metavar="FILE")
     p.set_defaults(func=cmd_replay)
@@ -146,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except RulesError as exc:
+    except (RulesError, UsageError) as exc:
         _usage_error(str(exc))
     except KeyboardInterrupt:
         return 130

@@ -6,7 +6,7 @@ ranks of the loose cards, so it is computed once per rank pattern and memoised (
 
 from __future__ import annotations
 
-from .cards import ACE, ACE_HIGH, CODE, RANK, Card
+from .cards import ACE, ACE_HIGH, CODE, RANK
 from .moves import Move, MoveKind
 from .state import Build, GameState
 

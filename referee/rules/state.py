@@ -168,7 +168,6 @@ def new_game(
     """Start a game: deal the first deal from ``decks[0]`` or from the seed's first shuffle."""
     options = options or RuleOptions()
     source = DeckSource(seed, decks)
-    n = options.players
     sides = options.sides
     return deal_new(
         options=options,

@@ -1,0 +1,83 @@
+"""Time controls: pure functions over milliseconds on the referee's monotonic clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from casino.v1 import game_pb2
+
+
+@dataclass(frozen=True, slots=True)
+class TimeControl:
+    """Limits for a match (docs/protocol.md, "Time limits")."""
+
+    move_time_ms: int = 1000
+    grace_ms: int = 50
+    bank_initial_ms: int = 0
+    bank_increment_ms: int = 0
+    startup_time_ms: int = 10_000
+
+    def __post_init__(self) -> None:
+        for name in ("move_time_ms", "grace_ms", "bank_initial_ms", "bank_increment_ms", "startup_time_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a whole number of milliseconds >= 0, not {value!r}")
+        if self.move_time_ms == 0:
+            raise ValueError("move_time_ms must be at least 1")
+        if self.startup_time_ms == 0:
+            raise ValueError("startup_time_ms must be at least 1")
+
+    def to_pb(self) -> game_pb2.TimeControl:
+        return game_pb2.TimeControl(
+            move_time_ms=self.move_time_ms,
+            grace_ms=self.grace_ms,
+            bank_initial_ms=self.bank_initial_ms,
+            bank_increment_ms=self.bank_increment_ms,
+            startup_time_ms=self.startup_time_ms,
+        )
+
+    @classmethod
+    def from_pb(cls, pb: game_pb2.TimeControl) -> "TimeControl":
+        """Unset (zero) fields take the defaults, except the bank, where 0 means none."""
+        d = cls()
+        return cls(
+            move_time_ms=pb.move_time_ms or d.move_time_ms,
+            grace_ms=pb.grace_ms or d.grace_ms,
+            bank_initial_ms=pb.bank_initial_ms,
+            bank_increment_ms=pb.bank_increment_ms,
+            startup_time_ms=pb.startup_time_ms or d.startup_time_ms,
+        )
+
+
+@dataclass(slots=True)
+class GameClock:
+    """One seat's clock in one game: the bank it has left."""
+
+    control: TimeControl
+    bank_ms: int
+
+    @classmethod
+    def start(cls, control: TimeControl) -> "GameClock":
+        return cls(control, control.bank_initial_ms)
+
+    def allowed_ms(self) -> int:
+        """Time the seat may take for this move: the move time plus whatever is in the bank."""
+        return self.control.move_time_ms + self.bank_ms
+
+    def deadline_s(self) -> float:
+        """How long the referee waits for the answer, grace included, in seconds."""
+        return (self.allowed_ms() + self.control.grace_ms) / 1000
+
+    def charge(self, elapsed_ms: float) -> bool:
+        """Account for a move that took ``elapsed_ms``; False when it overran move time + bank.
+
+        The grace margin is the referee's slack for transport, so an answer within it counts as
+        in time; it never adds to the bank.
+        """
+        over = elapsed_ms - self.control.move_time_ms
+        if over > self.bank_ms + self.control.grace_ms:
+            return False
+        self.bank_ms = max(0, self.bank_ms - max(0, int(over))) + self.control.bank_increment_ms
+        if self.control.bank_initial_ms == 0 and self.control.bank_increment_ms == 0:
+            self.bank_ms = 0
+        return True

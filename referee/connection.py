@@ -1,0 +1,191 @@
+"""One bot's protocol stream for a match: handshake, events, and move requests with deadlines.
+
+Everything the bot sends is read by a background task into a small queue, so the referee always
+sees what arrived and when, and a bot cannot block it: unrequested messages are a protocol
+failure, a flood stops the reading, and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+import grpc
+
+from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2
+
+F = game_pb2.FailureKind
+MAX_QUEUED = 8  # unanswered messages from a bot before the referee stops reading it
+RECEIVED_PREVIEW = 200  # characters of a bad answer kept in records
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFailure:
+    """Why a stream can no longer be used, or why an answer was rejected."""
+
+    kind: int  # a casino.v1.FailureKind value
+    reason: str
+    received: str = ""
+
+
+def preview(message: object) -> str:
+    """A short one-line rendering of what a bot sent, for records."""
+    text = str(message).replace("\n", " ").strip()
+    return text if len(text) <= RECEIVED_PREVIEW else text[:RECEIVED_PREVIEW] + "..."
+
+
+class BotConnection:
+    """The Play stream to one bot (one per seat per match)."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self._stub = bot_pb2_grpc.BotServiceStub(channel)
+        self._call: grpc.aio.StreamStreamCall | None = None
+        self._queue: asyncio.Queue[bot_pb2.PlayResponse] = asyncio.Queue()
+        self._reader: asyncio.Task[None] | None = None
+        self.broken: StreamFailure | None = None
+        self._answered_turns: set[int] = set()
+        self._late_turns: set[int] = set()
+
+    async def open(self, handshake: bot_pb2.Handshake, timeout_s: float) -> bot_pb2.Hello | StreamFailure:
+        """Open the stream, send the handshake and wait for the Hello."""
+        self._call = self._stub.Play()
+        self._reader = asyncio.create_task(self._read_loop())
+        failure = await self.send(bot_pb2.PlayRequest(handshake=handshake), timeout_s)
+        if failure:
+            return failure
+        reply = await self._next(timeout_s)
+        if isinstance(reply, StreamFailure):
+            return reply
+        if reply.WhichOneof("reply") != "hello":
+            return self._break(StreamFailure(F.FAILURE_KIND_PROTOCOL, "answered the handshake without a Hello", preview(reply)))
+        return reply.hello
+
+    async def _read_loop(self) -> None:
+        assert self._call is not None
+        try:
+            while True:
+                message = await self._call.read()
+                if message is grpc.aio.EOF:
+                    self._break(StreamFailure(F.FAILURE_KIND_DISCONNECT, "the bot closed its stream"))
+                    return
+                self._queue.put_nowait(message)
+                if self._queue.qsize() > MAX_QUEUED:
+                    self._break(
+                        StreamFailure(F.FAILURE_KIND_PROTOCOL, f"flooded the stream: more than {MAX_QUEUED} unrequested messages", preview(message))
+                    )
+                    self._call.cancel()
+                    return
+        except grpc.aio.AioRpcError as exc:
+            self._break(_rpc_failure(exc))
+        except asyncio.CancelledError:
+            raise
+
+    def _break(self, failure: StreamFailure) -> StreamFailure:
+        if self.broken is None:
+            self.broken = failure
+        return failure
+
+    async def send(self, request: bot_pb2.PlayRequest, timeout_s: float) -> StreamFailure | None:
+        """Write one message; a bot that stops reading its stream cannot hold the referee."""
+        if self.broken:
+            return self.broken
+        assert self._call is not None
+        try:
+            await asyncio.wait_for(self._call.write(request), timeout_s)
+        except asyncio.TimeoutError:
+            return self._break(StreamFailure(F.FAILURE_KIND_TIMEOUT, "stopped reading its stream"))
+        except grpc.aio.AioRpcError as exc:
+            return self._break(_rpc_failure(exc))
+        except (grpc.aio.UsageError, RuntimeError) as exc:  # stream already finished
+            return self._break(StreamFailure(F.FAILURE_KIND_DISCONNECT, f"stream closed: {exc}"))
+        return None
+
+    async def _next(self, timeout_s: float) -> bot_pb2.PlayResponse | StreamFailure:
+        """The next message from the bot, or why none came in time."""
+        if not self._queue.empty():
+            return self._queue.get_nowait()
+        if self.broken:
+            return self.broken
+        getter = asyncio.ensure_future(self._queue.get())
+        waits = {getter, self._reader} if self._reader else {getter}
+        done, _ = await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            return getter.result()
+        getter.cancel()
+        if self.broken:
+            return self.broken
+        return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms")
+
+    def _unrequested(self) -> StreamFailure | None:
+        """Messages waiting before a turn was sent: late answers to turns that timed out are
+        dropped; anything else is a protocol failure."""
+        while not self._queue.empty():
+            message = self._queue.get_nowait()
+            if message.WhichOneof("reply") == "move" and message.move.turn_id in self._late_turns:
+                self._late_turns.discard(message.move.turn_id)
+                continue
+            return StreamFailure(F.FAILURE_KIND_PROTOCOL, "sent a message that was not asked for", preview(message))
+        return None
+
+    async def ask_move(self, turn: bot_pb2.Turn, timeout_s: float) -> tuple[bot_pb2.MoveChoice | StreamFailure, float]:
+        """Send a Turn and wait for the answer. Returns the choice (or failure) and the seconds
+        from sending the turn to receiving the answer."""
+        failure = self._unrequested()
+        if failure:
+            return failure, 0.0
+        start = time.perf_counter()
+        failure = await self.send(bot_pb2.PlayRequest(turn=turn), timeout_s)
+        if failure:
+            return failure, time.perf_counter() - start
+        while True:
+            left = timeout_s - (time.perf_counter() - start)
+            reply = await self._next(max(left, 0.0))
+            if (
+                isinstance(reply, bot_pb2.PlayResponse)
+                and reply.WhichOneof("reply") == "move"
+                and reply.move.turn_id in self._late_turns
+            ):
+                self._late_turns.discard(reply.move.turn_id)  # a late answer to an earlier turn
+                continue
+            break
+        elapsed = time.perf_counter() - start
+        if isinstance(reply, StreamFailure):
+            if reply.kind == F.FAILURE_KIND_TIMEOUT:
+                self._late_turns.add(turn.turn_id)
+                reply = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms")
+            return reply, elapsed
+        if reply.WhichOneof("reply") != "move":
+            return StreamFailure(F.FAILURE_KIND_PROTOCOL, "answered a turn without a move", preview(reply)), elapsed
+        if reply.move.turn_id != turn.turn_id:
+            return StreamFailure(
+                F.FAILURE_KIND_MALFORMED, f"answered turn {reply.move.turn_id}, expected {turn.turn_id}", preview(reply.move)
+            ), elapsed
+        return reply.move, elapsed
+
+    async def close(self) -> None:
+        """Half-close the stream so the bot can finish, then cancel it and the reader."""
+        call = self._call
+        if call is not None and self.broken is None:
+            try:
+                await asyncio.wait_for(call.done_writing(), 1.0)
+            except (asyncio.TimeoutError, grpc.aio.AioRpcError, grpc.aio.UsageError, RuntimeError):
+                pass
+        if self._reader is not None:
+            if not self._reader.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._reader), 1.0)
+                except (asyncio.TimeoutError, Exception):
+                    pass
+            self._reader.cancel()
+        if call is not None:
+            call.cancel()
+
+
+def _rpc_failure(exc: grpc.aio.AioRpcError) -> StreamFailure:
+    code = exc.code()
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return StreamFailure(F.FAILURE_KIND_MALFORMED, f"sent an oversized message ({exc.details()})")
+    if code == grpc.StatusCode.CANCELLED:
+        return StreamFailure(F.FAILURE_KIND_DISCONNECT, "the stream was cancelled")
+    return StreamFailure(F.FAILURE_KIND_DISCONNECT, f"stream broke: {code.name}: {exc.details()}")

@@ -1,0 +1,118 @@
+"""Conversions between the rules engine's values and the casino.v1 protocol messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from casino.v1 import bot_pb2, game_pb2
+
+from .rules import Condition, Move, MoveKind, Observation, RuleOptions, parse_card
+from .rules.cards import CODE
+from .rules.errors import InvalidCardError, InvalidMoveError, InvalidOptionError
+
+PROTOCOL_VERSION = "1"
+
+_KIND_TO_PB = {
+    MoveKind.TRAIL: game_pb2.MOVE_KIND_TRAIL,
+    MoveKind.CAPTURE: game_pb2.MOVE_KIND_CAPTURE,
+    MoveKind.BUILD: game_pb2.MOVE_KIND_BUILD,
+    MoveKind.ADD: game_pb2.MOVE_KIND_ADD,
+    MoveKind.RAISE: game_pb2.MOVE_KIND_RAISE,
+}
+_PB_TO_KIND = {v: k for k, v in _KIND_TO_PB.items()}
+
+
+def options_to_pb(options: RuleOptions) -> game_pb2.RuleOptions:
+    return game_pb2.RuleOptions(
+        players=options.players,
+        partnerships=options.partnerships,
+        on_twenty=options.on_twenty.value,
+        max_deals=options.max_deals,
+    )
+
+
+def options_from_pb(pb: game_pb2.RuleOptions) -> RuleOptions:
+    """Unset fields take the rules' defaults; bad values raise InvalidOptionError."""
+    default = RuleOptions()
+    try:
+        on_twenty = Condition(pb.on_twenty) if pb.on_twenty else default.on_twenty
+    except ValueError:
+        raise InvalidOptionError(f"on_twenty must be 'little_casino' or 'most_spades', not {pb.on_twenty!r}") from None
+    return RuleOptions(
+        players=pb.players or default.players,
+        partnerships=pb.partnerships if pb.players == 4 else default.partnerships,
+        on_twenty=on_twenty,
+        max_deals=pb.max_deals or default.max_deals,
+    )
+
+
+def move_to_pb(move: Move) -> game_pb2.Move:
+    return game_pb2.Move(
+        card=CODE[move.card],
+        kind=_KIND_TO_PB[move.kind],
+        value=move.value,
+        builds=move.builds,
+        loose=[CODE[c] for c in move.loose],
+        notation=str(move),
+    )
+
+
+def moves_to_pb(moves: Iterable[Move]) -> list[game_pb2.Move]:
+    return [move_to_pb(m) for m in moves]
+
+
+def move_from_pb(pb: game_pb2.Move) -> Move:
+    """The engine Move a structured answer names; InvalidMoveError when it is not well formed."""
+    kind = _PB_TO_KIND.get(pb.kind)
+    if kind is None:
+        raise InvalidMoveError(f"unknown move kind {pb.kind}")
+    try:
+        card = parse_card(pb.card)
+        loose = tuple(sorted(parse_card(c) for c in pb.loose))
+    except InvalidCardError as exc:
+        raise InvalidMoveError(str(exc)) from None
+    builds = tuple(sorted(pb.builds))
+    if len(set(loose)) != len(loose) or len(set(builds)) != len(builds) or card in loose:
+        raise InvalidMoveError("a card or build is named twice")
+    value = pb.value if kind in (MoveKind.BUILD, MoveKind.ADD, MoveKind.RAISE) else 0
+    return Move(card, kind, value, builds, loose)
+
+
+def observation_to_pb(obs: Observation) -> game_pb2.Observation:
+    return game_pb2.Observation(
+        seat=obs.seat,
+        side=obs.side,
+        deal=obs.deal,
+        round=obs.round,
+        dealer=obs.dealer,
+        to_move=obs.to_move,
+        hand=[CODE[c] for c in obs.hand],
+        hand_sizes=obs.hand_sizes,
+        loose=[CODE[c] for c in obs.loose],
+        builds=[
+            game_pb2.Build(id=b.id, value=b.value, cards=[CODE[c] for c in b.cards], owner=b.owner, multiple=b.multiple)
+            for b in obs.builds
+        ],
+        pile_sizes=obs.pile_sizes,
+        sweeps=obs.sweeps,
+        last_capturer=-1 if obs.last_capturer is None else obs.last_capturer,
+        stock_size=obs.stock_size,
+        table_dealt=[CODE[c] for c in obs.table_dealt],
+        plays=[game_pb2.PublicPlay(seat=s, move=str(m)) for s, m in obs.plays],
+        scores=obs.scores,
+        restricted=[c.value if c else "" for c in obs.restricted],
+        continuation=obs.continuation,
+    )
+
+
+def turn_to_pb(
+    game_id: str, turn_id: int, obs: Observation, moves: Iterable[Move], move_time_ms: int, bank_ms: int
+) -> bot_pb2.Turn:
+    return bot_pb2.Turn(
+        game_id=game_id,
+        turn_id=turn_id,
+        observation=observation_to_pb(obs),
+        legal_moves=moves_to_pb(moves),
+        move_time_ms=move_time_ms,
+        bank_ms=bank_ms,
+    )

@@ -1,0 +1,186 @@
+"""Bot endpoints: an address of a running bot, or a command the referee starts and stops.
+
+A started bot runs in its own process group (its own session), learns where to listen from
+``CASINO_BOT_ADDRESS``, writes stdout and stderr to a log file, and is stopped with its whole
+group: SIGTERM, then SIGKILL after a short wait. Every started group is also killed at
+interpreter exit, so no bot outlives the referee.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import re
+import shlex
+import shutil
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from .errors import EndpointError
+
+ADDRESS_ENV = "CASINO_BOT_ADDRESS"
+STOP_WAIT_S = 2.0
+MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB: a move is a few hundred bytes; bigger answers are refused
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", 16 << 20),
+    ("grpc.enable_retries", 0),
+]
+_HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(\d{1,5})$")
+_LIVE_GROUPS: set[int] = set()
+
+
+@dataclass(frozen=True, slots=True)
+class BotEndpoint:
+    """Where a bot is: ``address`` (a gRPC target) or ``command`` (argv to start)."""
+
+    spec: str
+    address: str | None = None
+    command: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def is_process(self) -> bool:
+        return not self.address
+
+    @classmethod
+    def parse(cls, spec: str, *, cwd: str | None = None, env: dict[str, str] | None = None) -> "BotEndpoint":
+        """``unix:/path`` or ``host:port`` is an address; ``cmd:...`` or anything else is a command.
+
+        A command's program must exist (on PATH or as a path), so typos fail before a match starts.
+        """
+        text = spec.strip()
+        if not text:
+            raise EndpointError("empty bot endpoint")
+        if text.startswith("unix:"):
+            if len(text) <= len("unix:"):
+                raise EndpointError(f"bad bot address {spec!r}: unix: needs a socket path")
+            return cls(spec=spec, address=text)
+        if text.startswith("cmd:"):
+            text = text[len("cmd:"):].strip()
+        elif _HOST_PORT.match(text):
+            port = int(_HOST_PORT.match(text).group(2))  # type: ignore[union-attr]
+            if not 0 < port < 65536:
+                raise EndpointError(f"bad bot address {spec!r}: port must be 1..65535")
+            return cls(spec=spec, address=text)
+        try:
+            argv = tuple(shlex.split(text))
+        except ValueError as exc:
+            raise EndpointError(f"bad bot command {spec!r}: {exc}") from None
+        if not argv:
+            raise EndpointError(f"bad bot command {spec!r}")
+        program = argv[0]
+        base = Path(cwd) if cwd else Path.cwd()
+        if os.sep in program:
+            if not (base / program).exists():
+                raise EndpointError(f"unknown bot {spec!r}: {program} does not exist")
+        elif shutil.which(program) is None:
+            raise EndpointError(f"unknown bot {spec!r}: no program {program!r} on PATH")
+        return cls(spec=spec, command=argv, cwd=cwd, env=tuple(sorted((env or {}).items())))
+
+
+class BotProcess:
+    """A started bot: its process group, log file and listening address."""
+
+    def __init__(self, endpoint: BotEndpoint, address: str, log_path: Path) -> None:
+        self.endpoint = endpoint
+        self.address = address
+        self.log_path = log_path
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        env = {**os.environ, **dict(self.endpoint.env), ADDRESS_ENV: self.address}
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            log.write(f"--- starting {shlex.join(self.endpoint.command)} on {self.address}\n".encode())
+            log.flush()
+            self.process = await asyncio.create_subprocess_exec(
+                *self.endpoint.command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=self.endpoint.cwd,
+                env=env,
+                start_new_session=True,  # its own process group, killed as a whole
+            )
+        _LIVE_GROUPS.add(self.process.pid)
+
+    @property
+    def exited(self) -> bool:
+        return self.process is None or self.process.returncode is not None
+
+    @property
+    def exit_description(self) -> str:
+        if self.process is None or self.process.returncode is None:
+            return "running"
+        code = self.process.returncode
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with status {code}"
+
+    async def stop(self) -> None:
+        """Stop the whole process group: SIGTERM, then SIGKILL if it lingers."""
+        proc = self.process
+        if proc is None:
+            return
+        pgid = proc.pid
+        try:
+            if proc.returncode is None:
+                _signal_group(pgid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(proc.wait(), STOP_WAIT_S)
+                except asyncio.TimeoutError:
+                    pass
+            _signal_group(pgid, signal.SIGKILL)  # children that outlived the leader, too
+            if proc.returncode is None:
+                await proc.wait()
+        finally:
+            _LIVE_GROUPS.discard(pgid)
+            if self.address.startswith("unix:"):
+                Path(self.address[len("unix:"):]).unlink(missing_ok=True)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@atexit.register
+def _kill_live_groups() -> None:
+    for pgid in list(_LIVE_GROUPS):
+        _signal_group(pgid, signal.SIGKILL)
+
+
+async def wait_healthy(channel: grpc.aio.Channel, deadline: float, process: BotProcess | None) -> str | None:
+    """Wait until the bot answers the standard health check (or, when it has no health service,
+    until its channel is ready). Returns None when healthy, else the reason it is not."""
+    loop = asyncio.get_running_loop()
+    stub = health_pb2_grpc.HealthStub(channel)
+    last = "no answer"
+    while True:
+        if process is not None and process.exited:
+            return f"the bot process {process.exit_description} before it was ready"
+        left = deadline - loop.time()
+        if left <= 0:
+            return f"not healthy within the startup time ({last})"
+        try:
+            reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=min(left, 1.0))
+            if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                return None
+            last = f"health status {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}"
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return None  # reachable, just without a health service
+            last = f"{exc.code().name}: {exc.details()}"
+        await asyncio.sleep(min(0.05, max(0.0, deadline - loop.time())))

@@ -1,0 +1,399 @@
+"""The match runner: plays games between bot endpoints over gRPC and reports what happened.
+
+A match is one or more games between the same bots. Each bot gets one process (for command
+endpoints) and one protocol stream for the whole match; a crashed or disconnected bot is
+restarted (or reconnected) before the next game. Every move is checked against the rules engine
+and timed on the monotonic clock; every failure is recorded with what the bot sent and why it
+was rejected, and becomes a forfeit or a random substitute move by the match's policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import logging
+import random
+import tempfile
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+
+from casino.v1 import bot_pb2, game_pb2, referee_pb2
+
+from .clock import GameClock, TimeControl
+from .connection import BotConnection, StreamFailure, preview
+from .convert import PROTOCOL_VERSION, move_from_pb, options_to_pb, turn_to_pb
+from .endpoints import CHANNEL_OPTIONS, BotEndpoint, BotProcess, wait_healthy
+from .outcome import forfeit_result, normal_result
+from .rules import GameState, Move, RuleOptions, apply, game_record, legal_moves, new_game, parse_move
+from .rules.errors import RulesError
+from .rules.legal import explain_illegal
+from .rules.observation import observation
+
+log = logging.getLogger("referee.match")
+F = game_pb2.FailureKind
+RECORD_FORMAT = "royal-casino-game"
+RECORD_VERSION = 1
+STARTUP_ATTEMPTS = 3  # consecutive failed starts after which a bot is given up for the match
+
+
+class FailurePolicy(enum.Enum):
+    """What a failure costs (docs/protocol.md, "Failures")."""
+
+    FORFEIT = "forfeit"
+    RANDOM_MOVE = "random_move"
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """Everything that defines a match; ``bots`` are in seat order for the first game."""
+
+    bots: Sequence[BotEndpoint]
+    options: RuleOptions = field(default_factory=RuleOptions)
+    games: int = 1
+    seed: int = 1
+    decks: Sequence[Sequence[int]] = ()
+    time_control: TimeControl = field(default_factory=TimeControl)
+    policy: FailurePolicy = FailurePolicy.FORFEIT
+    max_strikes: int = 3
+    rotate_seats: bool = True
+    records_dir: Path | None = None
+    logs_dir: Path | None = None
+    match_id: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.bots) != self.options.players:
+            raise ValueError(f"{self.options.players} players need {self.options.players} bots, got {len(self.bots)}")
+        if self.games < 1:
+            raise ValueError(f"games must be at least 1, not {self.games}")
+        if self.max_strikes < 0:
+            raise ValueError(f"max_strikes must be 0 or more, not {self.max_strikes}")
+
+    def seat_bots(self, game_number: int) -> list[int]:
+        """Bot index at each seat of game ``game_number`` (1-based): rotated one seat per game."""
+        n = self.options.players
+        shift = (game_number - 1) % n if self.rotate_seats else 0
+        return [(seat + shift) % n for seat in range(n)]
+
+    def game_seed(self, game_number: int) -> int:
+        return self.seed + game_number - 1
+
+
+@dataclass
+class GameReport:
+    """One finished game: its protocol result and its JSON record."""
+
+    game_id: str
+    game_number: int
+    seat_bots: list[int]
+    result: game_pb2.GameResult
+    record: dict[str, Any]
+
+
+@dataclass
+class MatchReport:
+    match_id: str
+    bot_names: list[str]
+    games: list[GameReport]
+    logs_dir: Path
+
+    def tally(self) -> referee_pb2.MatchResult:
+        """Wins, draws, losses and forfeits per bot (request order)."""
+        n = len(self.bot_names)
+        wins, draws, losses, forfeits = [0] * n, [0] * n, [0] * n, [0] * n
+        for game in self.games:
+            for seat, bot in enumerate(game.seat_bots):
+                rank = game.result.ranks[seat]
+                if any(f.seat == seat and f.forfeit for f in game.result.failures):
+                    forfeits[bot] += 1
+                if rank == 1 and game.result.winner_side >= 0:
+                    wins[bot] += 1
+                elif rank == 1:  # shares the top with another side: a draw
+                    draws[bot] += 1
+                else:
+                    losses[bot] += 1
+        return referee_pb2.MatchResult(
+            match_id=self.match_id, wins=wins, draws=draws, losses=losses, forfeits=forfeits,
+            game_ids=[g.game_id for g in self.games],
+        )
+
+
+class BotSlot:
+    """One bot of the match: its endpoint, process, channel and stream."""
+
+    def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path) -> None:
+        self.index = index
+        self.endpoint = endpoint
+        self.name = f"bot{index}"
+        self.version = ""
+        self.log_path = logs_dir / f"bot{index}.log"
+        self._socket_dir = socket_dir
+        self.process: BotProcess | None = None
+        self.channel: grpc.aio.Channel | None = None
+        self.connection: BotConnection | None = None
+        self.starts = 0
+        self.failed_starts = 0
+        self.startup_failure: StreamFailure | None = None
+
+    @property
+    def ready(self) -> bool:
+        return (
+            self.connection is not None
+            and self.connection.broken is None
+            and (self.process is None or not self.process.exited)
+        )
+
+    async def ensure_ready(self, handshake: bot_pb2.Handshake, control: TimeControl) -> StreamFailure | None:
+        """Reuse the stream, or (re)start the bot and redo the handshake; None when ready."""
+        if self.ready:
+            return None
+        if self.failed_starts >= STARTUP_ATTEMPTS:
+            return self.startup_failure
+        await self.shutdown()
+        self.starts += 1
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + control.startup_time_ms / 1000
+        address = self.endpoint.address
+        if self.endpoint.is_process:
+            address = f"unix:{self._socket_dir / f'bot{self.index}-{self.starts}.sock'}"
+            self.process = BotProcess(self.endpoint, address, self.log_path)
+            try:
+                await self.process.start()
+            except OSError as exc:
+                return self._startup_failed(f"cannot start {self.endpoint.spec!r}: {exc}")
+        assert address is not None
+        self.channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+        why = await wait_healthy(self.channel, deadline, self.process)
+        if why:
+            return self._startup_failed(why)
+        self.connection = BotConnection(self.channel)
+        hello = await self.connection.open(handshake, max(0.001, deadline - loop.time()))
+        if isinstance(hello, StreamFailure):
+            return self._startup_failed(f"handshake failed: {hello.reason}", hello.received)
+        major = hello.protocol_version.split(".")[0] if hello.protocol_version else PROTOCOL_VERSION
+        if major != PROTOCOL_VERSION:
+            return self._startup_failed(f"speaks protocol {hello.protocol_version!r}, the referee speaks {PROTOCOL_VERSION}")
+        self.name = hello.name or self.name
+        self.version = hello.version
+        self.failed_starts = 0
+        log.info("bot %d ready: %s %s at %s", self.index, self.name, self.version, address)
+        return None
+
+    def _startup_failed(self, reason: str, received: str = "") -> StreamFailure:
+        self.failed_starts += 1
+        self.startup_failure = StreamFailure(F.FAILURE_KIND_STARTUP, reason, received)
+        log.warning("bot %d (%s) failed to start: %s", self.index, self.endpoint.spec, reason)
+        return self.startup_failure
+
+    async def shutdown(self) -> None:
+        """Close the stream and channel and stop the process (its whole group)."""
+        if self.connection is not None:
+            await self.connection.close()
+            self.connection = None
+        if self.channel is not None:
+            await self.channel.close(grace=None)
+            self.channel = None
+        if self.process is not None:
+            await self.process.stop()
+            self.process = None
+
+
+Emit = Callable[[referee_pb2.RunMatchResponse], None]
+
+
+async def run_match(spec: MatchSpec, emit: Emit | None = None) -> MatchReport:
+    """Play every game of ``spec``; bots are stopped on every path, errors and cancellation included."""
+    emit = emit or (lambda event: None)
+    match_id = spec.match_id or uuid.uuid4().hex[:12]
+    logs_dir = spec.logs_dir or Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    if spec.records_dir:
+        spec.records_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="casino-sock-") as socket_dir:
+        slots = [BotSlot(i, ep, logs_dir, Path(socket_dir)) for i, ep in enumerate(spec.bots)]
+        try:
+            handshake = bot_pb2.Handshake(
+                protocol_version=PROTOCOL_VERSION,
+                match_id=match_id,
+                options=options_to_pb(spec.options),
+                time_control=spec.time_control.to_pb(),
+                games=spec.games,
+            )
+            await asyncio.gather(*(slot.ensure_ready(handshake, spec.time_control) for slot in slots))
+            emit(referee_pb2.RunMatchResponse(match_started=referee_pb2.MatchStarted(
+                match_id=match_id, bot_names=[s.name for s in slots])))
+            reports = []
+            for number in range(1, spec.games + 1):
+                report = await _play_game(spec, match_id, number, slots, handshake, emit)
+                reports.append(report)
+                if spec.records_dir:
+                    path = spec.records_dir / f"{report.game_id}.json"
+                    path.write_text(json.dumps(report.record, indent=1) + "\n", encoding="utf-8")
+            match = MatchReport(match_id, [s.name for s in slots], reports, logs_dir)
+            emit(referee_pb2.RunMatchResponse(match_result=match.tally()))
+            return match
+        finally:
+            await asyncio.gather(*(slot.shutdown() for slot in slots), return_exceptions=True)
+
+
+async def _play_game(
+    spec: MatchSpec, match_id: str, number: int, slots: list[BotSlot], handshake: bot_pb2.Handshake, emit: Emit
+) -> GameReport:
+    options = spec.options
+    n = options.players
+    game_id = f"{match_id}-g{number}"
+    seat_bots = spec.seat_bots(number)
+    seats = [slots[b] for b in seat_bots]
+    seed = spec.game_seed(number)
+    state: GameState = new_game(options, seed=seed, decks=spec.decks)
+    control = spec.time_control
+    clocks = [GameClock.start(control) for _ in range(n)]
+    strikes = [0] * n
+    failures: list[game_pb2.Failure] = []
+    timings: list[list[int]] = []
+    substitute_rng = random.Random(seed)
+    emit(referee_pb2.RunMatchResponse(game_started=referee_pb2.GameStarted(
+        game_id=game_id, game_number=number, seat_bots=seat_bots, seed=seed)))
+    log.info("game %s: seats %s, seed %d", game_id, [s.name for s in seats], seed)
+
+    def record_failure(seat: int, failure: StreamFailure, forfeit: bool) -> game_pb2.Failure:
+        item = game_pb2.Failure(
+            seat=seat, kind=failure.kind, deal=state.deal, play_number=state.plays + 1,
+            received=failure.received, reason=failure.reason, forfeit=forfeit,
+        )
+        failures.append(item)
+        emit(referee_pb2.RunMatchResponse(failure=item))
+        log.warning("game %s seat %d (%s): %s: %s%s", game_id, seat, seats[seat].name,
+                    F.Name(failure.kind), failure.reason, " -> forfeit" if forfeit else " -> random move")
+        return item
+
+    forfeiting: int | None = None
+    # start every seat's bot; one that cannot start forfeits (the others are still told the game)
+    for seat, slot in enumerate(seats):
+        why = await slot.ensure_ready(handshake, control)
+        if why and forfeiting is None:
+            record_failure(seat, why, True)
+            forfeiting = seat
+    names = [s.name for s in seats]
+    for seat, slot in enumerate(seats):
+        if slot.ready:
+            start = bot_pb2.GameStart(game_id=game_id, game_number=number, seat=seat,
+                                      side=options.side_of(seat), player_names=names)
+            await slot.connection.send(bot_pb2.PlayRequest(game_start=start), control.move_time_ms / 1000)  # type: ignore[union-attr]
+
+    turn_id = 0
+    turns_taken = [0] * n
+    while forfeiting is None and not state.is_over:
+        seat = state.to_move
+        slot = seats[seat]
+        if not slot.ready and turns_taken[seat] == 0:
+            # gone before its first turn of this game (e.g. it exited between games): restart it
+            # and tell it the game, rather than count a failure it could not have avoided
+            if await slot.ensure_ready(handshake, control) is None:
+                start = bot_pb2.GameStart(game_id=game_id, game_number=number, seat=seat,
+                                          side=options.side_of(seat), player_names=names)
+                await slot.connection.send(bot_pb2.PlayRequest(game_start=start), control.move_time_ms / 1000)  # type: ignore[union-attr]
+        turns_taken[seat] += 1
+        moves = legal_moves(state)
+        turn_id += 1
+        clock = clocks[seat]
+        failure: StreamFailure | None
+        move: Move | None = None
+        elapsed = 0.0
+        if not slot.ready:
+            failure = slot.connection.broken if slot.connection and slot.connection.broken else StreamFailure(
+                F.FAILURE_KIND_CRASH if slot.process and slot.process.exited else F.FAILURE_KIND_DISCONNECT,
+                f"the bot is gone ({slot.process.exit_description if slot.process else 'no stream'})")
+        else:
+            turn = turn_to_pb(game_id, turn_id, observation(state, seat), moves, clock.allowed_ms(), clock.bank_ms)
+            answer, elapsed = await slot.connection.ask_move(turn, clock.deadline_s())  # type: ignore[union-attr]
+            failure, move = _judge(answer, state, moves, slot)
+            if failure is None and not clock.charge(elapsed * 1000):
+                failure = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"answered after {elapsed * 1000:.0f} ms, limit {clock.allowed_ms()} ms",
+                                        preview(answer))
+        substituted = False
+        if failure is not None:
+            strikes[seat] += 1
+            forfeit = spec.policy is FailurePolicy.FORFEIT or strikes[seat] > spec.max_strikes
+            record_failure(seat, failure, forfeit)
+            if forfeit:
+                forfeiting = seat
+                break
+            move = substitute_rng.choice(moves)
+            substituted = True
+        assert move is not None
+        deal, play_number = state.deal, state.plays + 1
+        state = apply(state, move)
+        timings.append([seat, int(elapsed * 1e6)])
+        notation = str(move)
+        emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
+            game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
+            elapsed_us=int(elapsed * 1e6), substituted=substituted)))
+        made = bot_pb2.PlayRequest(play_made=bot_pb2.PlayMade(
+            game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number, substituted=substituted))
+        for other in seats:
+            if other.ready:
+                await other.connection.send(made, control.move_time_ms / 1000)  # type: ignore[union-attr]
+
+    if forfeiting is not None:
+        result = forfeit_result(game_id, options, state.scores, forfeiting, state.deal + 1, failures)
+    else:
+        assert state.result is not None
+        result = normal_result(game_id, options, state.result, failures)
+    end = bot_pb2.PlayRequest(game_end=bot_pb2.GameEnd(result=result))
+    for slot in seats:
+        if slot.ready:
+            await slot.connection.send(end, control.move_time_ms / 1000)  # type: ignore[union-attr]
+    emit(referee_pb2.RunMatchResponse(game_result=result))
+    log.info("game %s: %s %s", game_id, result.reason, list(result.ranks))
+    record = {
+        "format": RECORD_FORMAT,
+        "version": RECORD_VERSION,
+        "game_id": game_id,
+        "match_id": match_id,
+        "game_number": number,
+        "seats": [{"seat": s, "bot": seat_bots[s], "name": seats[s].name, "version": seats[s].version,
+                   "endpoint": seats[s].endpoint.spec} for s in range(n)],
+        "time_control": json_format.MessageToDict(control.to_pb(), always_print_fields_with_no_presence=True),
+        "failure_policy": spec.policy.value,
+        "max_strikes": spec.max_strikes,
+        "engine": game_record(state),
+        "timings_us": timings,
+        "failures": [json_format.MessageToDict(f, always_print_fields_with_no_presence=True) for f in failures],
+        "result": json_format.MessageToDict(result, always_print_fields_with_no_presence=True),
+    }
+    return GameReport(game_id, number, seat_bots, result, record)
+
+
+def _judge(
+    answer: bot_pb2.MoveChoice | StreamFailure, state: GameState, moves: list[Move], slot: BotSlot
+) -> tuple[StreamFailure | None, Move | None]:
+    """Turn a bot's answer into a legal Move, or say precisely why it is not one."""
+    if isinstance(answer, StreamFailure):
+        if answer.kind == F.FAILURE_KIND_DISCONNECT and slot.process is not None and slot.process.exited:
+            return StreamFailure(F.FAILURE_KIND_CRASH, f"the bot process {slot.process.exit_description}", answer.received), None
+        return answer, None
+    which = answer.WhichOneof("choice")
+    shown = preview(answer)
+    if which == "index":
+        if answer.index >= len(moves):
+            return StreamFailure(F.FAILURE_KIND_MALFORMED, f"index {answer.index} is out of range (0..{len(moves) - 1})", shown), None
+        return None, moves[answer.index]
+    try:
+        if which == "notation":
+            move = parse_move(answer.notation)
+        elif which == "move":
+            move = move_from_pb(answer.move)
+        else:
+            return StreamFailure(F.FAILURE_KIND_MALFORMED, "the answer names no move (index, notation or move)", shown), None
+    except RulesError as exc:
+        return StreamFailure(F.FAILURE_KIND_MALFORMED, str(exc), shown), None
+    if move not in moves:
+        return StreamFailure(F.FAILURE_KIND_ILLEGAL_MOVE, f"{move}: {explain_illegal(state, move)}", shown), None
+    return None, move

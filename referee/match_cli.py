@@ -1,0 +1,165 @@
+"""``referee match`` and ``referee check``: run matches from the command line and report them."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections import Counter
+from pathlib import Path
+
+from casino.v1 import game_pb2
+
+from .clock import TimeControl
+from .endpoints import BotEndpoint
+from .errors import EndpointError
+from .match import FailurePolicy, GameReport, MatchReport, MatchSpec, run_match
+from .rules import RuleOptions, parse_deck
+from .rules.errors import RulesError
+
+F = game_pb2.FailureKind
+
+
+class UsageError(Exception):
+    """A bad option: one line, exit status 2."""
+
+
+def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True) -> None:
+    if bots:
+        p.add_argument("--bot", action="append", required=True, metavar="CMD_OR_ADDR",
+                       help="a bot per seat: host:port, unix:/path, or a command line the referee starts")
+    p.add_argument("--players", type=int, choices=(2, 3, 4), default=None, help="players per game (default: one per --bot)")
+    p.add_argument("--individuals", action="store_true", help="4 players play for themselves")
+    p.add_argument("--games", type=int, default=1, help="games in the match (default 1)")
+    p.add_argument("--seed", type=int, default=1, help="seed of game 1; game k uses seed + k - 1 (default 1)")
+    p.add_argument("--deck", metavar="FILE", help="first deal of every game from this deck (52 codes); later deals from the seed")
+    p.add_argument("--move-time", type=int, default=1000, metavar="MS", help="per-move limit (default 1000)")
+    p.add_argument("--grace", type=int, default=50, metavar="MS", help="slack past the limit (default 50)")
+    p.add_argument("--bank", type=int, default=0, metavar="MS", help="time bank per game (default none)")
+    p.add_argument("--increment", type=int, default=0, metavar="MS", help="added to the bank after each move")
+    p.add_argument("--startup-time", type=int, default=10_000, metavar="MS", help="to become healthy and answer the handshake (default 10000)")
+    p.add_argument("--policy", choices=[p.value for p in FailurePolicy], default="forfeit",
+                   help="on a failure: forfeit the game (default) or play a random move and count a strike")
+    p.add_argument("--max-strikes", type=int, default=3, help="strikes before a forfeit with --policy random_move")
+    p.add_argument("--no-rotate", action="store_true", help="keep seats fixed between games")
+    p.add_argument("--records", metavar="DIR", help="write each game's JSON record here")
+    p.add_argument("--logs", metavar="DIR", help="bot logs (default: a new temporary folder)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log every game and failure to stderr")
+
+
+def spec_from_args(args: argparse.Namespace, bots: list[str]) -> MatchSpec:
+    try:
+        endpoints = [BotEndpoint.parse(b) for b in bots]
+        players = args.players or len(endpoints)
+        if len(endpoints) != players:
+            raise UsageError(f"{players} players need {players} --bot options, got {len(endpoints)}")
+        if players not in (2, 3, 4):
+            raise UsageError(f"a game needs 2, 3 or 4 bots, got {players}")
+        options = RuleOptions(players=players, partnerships=not args.individuals)
+        decks = []
+        if args.deck:
+            try:
+                decks = [parse_deck(Path(args.deck).read_text(encoding="utf-8"))]
+            except OSError as exc:
+                raise UsageError(f"cannot read deck file {args.deck}: {exc.strerror}") from None
+        control = TimeControl(move_time_ms=args.move_time, grace_ms=args.grace, bank_initial_ms=args.bank,
+                              bank_increment_ms=args.increment, startup_time_ms=args.startup_time)
+        return MatchSpec(
+            bots=endpoints, options=options, games=args.games, seed=args.seed, decks=decks, time_control=control,
+            policy=FailurePolicy(args.policy), max_strikes=args.max_strikes, rotate_seats=not args.no_rotate,
+            records_dir=Path(args.records) if args.records else None, logs_dir=Path(args.logs) if args.logs else None,
+        )
+    except (EndpointError, RulesError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def describe_game(report: GameReport, names: list[str], options: RuleOptions) -> str:
+    r = report.result
+    seats = ", ".join(f"P{s} {names[b]}" for s, b in enumerate(report.seat_bots))
+    scores = "-".join(str(v) for v in r.scores)
+    if r.winner_side >= 0:
+        sides = [s for s in range(options.players) if options.side_of(s) == r.winner_side]
+        who = " + ".join(names[report.seat_bots[s]] for s in sides) + " wins"
+    else:
+        who = "draw"
+    line = f"game {report.game_number} [{seats}]: {who} ({r.reason}) {scores}"
+    for f in r.failures:
+        action = "forfeit" if f.forfeit else "random move"
+        line += f"\n    P{f.seat} {names[report.seat_bots[f.seat]]}: {F.Name(f.kind).removeprefix('FAILURE_KIND_').lower()} at deal {f.deal + 1} play {f.play_number}: {f.reason} -> {action}"
+    return line
+
+
+def move_times_ms(report: MatchReport, bot: int) -> list[float]:
+    times = []
+    for game in report.games:
+        for seat, us in game.record["timings_us"]:
+            if game.seat_bots[seat] == bot:
+                times.append(us / 1000)
+    return times
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return 0.0
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def summary_lines(report: MatchReport) -> list[str]:
+    tally = report.tally()
+    lines = [f"{'bot':24s} {'games':>5s} {'W':>4s} {'D':>4s} {'L':>4s} {'forfeits':>8s} {'move ms p50':>11s} {'p99':>7s}"]
+    for i, name in enumerate(report.bot_names):
+        times = sorted(move_times_ms(report, i))
+        games = sum(1 for g in report.games if i in g.seat_bots)
+        lines.append(
+            f"{name[:24]:24s} {games:5d} {tally.wins[i]:4d} {tally.draws[i]:4d} {tally.losses[i]:4d} {tally.forfeits[i]:8d}"
+            f" {percentile(times, 0.5):11.2f} {percentile(times, 0.99):7.2f}"
+        )
+    return lines
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    spec = spec_from_args(args, args.bot)
+    _logging(args.verbose)
+    report = asyncio.run(run_match(spec))
+    for game in report.games:
+        print(describe_game(game, report.bot_names, spec.options))
+    print()
+    print("\n".join(summary_lines(report)))
+    print(f"bot logs: {report.logs_dir}" + (f"; records: {spec.records_dir}" if spec.records_dir else ""))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Conformance check: games against itself and against the built-in random bot."""
+    random_bot = f"{sys.executable} -m referee.builtin_bot --seed {args.seed}"
+    candidate = args.bot[0]
+    _logging(args.verbose)
+    problems: list[str] = []
+    print(f"checking {candidate}")
+    for title, bots in (("against itself", [candidate, candidate]), ("against the built-in random bot", [candidate, random_bot])):
+        spec = spec_from_args(args, bots)
+        report = asyncio.run(run_match(spec))
+        checked = [0, 1] if bots[0] == bots[1] else [0]
+        print(f"\n{len(report.games)} game(s) {title}:")
+        for game in report.games:
+            print("  " + describe_game(game, report.bot_names, spec.options).replace("\n", "\n  "))
+            for f in game.result.failures:
+                if game.seat_bots[f.seat] in checked:
+                    problems.append(f"{F.Name(f.kind).removeprefix('FAILURE_KIND_').lower()}: {f.reason}")
+        times = sorted(t for b in checked for t in move_times_ms(report, b))
+        if times:
+            print(f"  move time ms: p50 {percentile(times, 0.5):.2f}, p90 {percentile(times, 0.9):.2f}, "
+                  f"p99 {percentile(times, 0.99):.2f}, max {times[-1]:.2f} over {len(times)} moves (limit {args.move_time})")
+        print(f"  bot logs: {report.logs_dir}")
+    if problems:
+        print(f"\nNOT CLEAN: {len(problems)} failure(s):")
+        for kind, count in Counter(problems).most_common():
+            print(f"  {count} x {kind}")
+        return 1
+    print("\nclean: every answer was a legal move in time")
+    return 0
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, format="%(asctime)s %(name)s %(message)s")

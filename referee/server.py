@@ -1,0 +1,140 @@
+"""The Referee gRPC service: run matches for the arena and operators, stream what happens.
+
+Health checking and server reflection are registered, so load balancers and ``grpcurl`` work.
+Clients may name bots by address; naming a command (``cmd:...``) that the referee would start
+is refused unless the server runs with ``allow_commands`` (it would let any client run
+programs on this machine).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
+
+from .clock import TimeControl
+from .convert import options_from_pb
+from .endpoints import BotEndpoint
+from .errors import EndpointError
+from .match import FailurePolicy, MatchSpec, run_match
+from .rules import parse_deck
+from .rules.errors import RulesError
+
+log = logging.getLogger("referee.server")
+MAX_GAMES_PER_REQUEST = 10_000
+_POLICIES = {
+    referee_pb2.FAILURE_POLICY_UNSPECIFIED: FailurePolicy.FORFEIT,
+    referee_pb2.FAILURE_POLICY_FORFEIT: FailurePolicy.FORFEIT,
+    referee_pb2.FAILURE_POLICY_RANDOM_MOVE: FailurePolicy.RANDOM_MOVE,
+}
+
+
+class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
+    """Thin servicer over ``run_match``; records are kept as JSON files under ``records_dir``."""
+
+    def __init__(self, records_dir: Path, allow_commands: bool = False) -> None:
+        self.records_dir = records_dir
+        self.allow_commands = allow_commands
+
+    def _spec(self, request: referee_pb2.RunMatchRequest) -> MatchSpec:
+        bots = []
+        for spec in request.bots:
+            endpoint = BotEndpoint.parse(spec)
+            if endpoint.is_process and not self.allow_commands:
+                raise EndpointError(f"bot {spec!r} is a command; this server only accepts addresses (start it with --allow-commands)")
+            bots.append(endpoint)
+        options = options_from_pb(request.options)
+        if not request.options.players:
+            options = options_from_pb(game_pb2.RuleOptions(players=len(bots), partnerships=request.options.partnerships or True,
+                                                           on_twenty=request.options.on_twenty, max_deals=request.options.max_deals))
+        if not 1 <= (request.games or 1) <= MAX_GAMES_PER_REQUEST:
+            raise ValueError(f"games must be 1..{MAX_GAMES_PER_REQUEST}")
+        return MatchSpec(
+            bots=bots,
+            options=options,
+            games=request.games or 1,
+            seed=request.seed,
+            decks=[parse_deck(list(d.cards)) for d in request.decks],
+            time_control=TimeControl.from_pb(request.time_control),
+            policy=_POLICIES.get(request.failure_policy, FailurePolicy.FORFEIT),
+            max_strikes=request.max_strikes,
+            rotate_seats=request.rotate_seats,
+            records_dir=self.records_dir,
+        )
+
+    async def RunMatch(  # noqa: N802 - the gRPC method name
+        self, request: referee_pb2.RunMatchRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[referee_pb2.RunMatchResponse]:
+        try:
+            spec = self._spec(request)
+        except (EndpointError, RulesError, ValueError) as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            return
+        events: asyncio.Queue[referee_pb2.RunMatchResponse | None] = asyncio.Queue()
+        task = asyncio.create_task(run_match(spec, events.put_nowait))
+        task.add_done_callback(lambda _: events.put_nowait(None))
+        try:
+            while (event := await events.get()) is not None:
+                yield event
+            task.result()  # re-raise a runner error
+        except asyncio.CancelledError:
+            task.cancel()  # the client went away: stop the match and its bots
+            raise
+        except Exception as exc:  # the referee's own failure, reported, never a hang
+            log.exception("match failed")
+            await context.abort(grpc.StatusCode.INTERNAL, f"match failed: {exc}")
+
+    async def GetGameRecord(  # noqa: N802
+        self, request: referee_pb2.GetGameRecordRequest, context: grpc.aio.ServicerContext
+    ) -> referee_pb2.GetGameRecordResponse:
+        game_id = request.game_id
+        if not game_id or not all(ch.isalnum() or ch == "-" for ch in game_id):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad game id {game_id!r}")
+        path = self.records_dir / f"{game_id}.json"
+        if not path.is_file():
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no record for game {game_id!r}")
+        return referee_pb2.GetGameRecordResponse(record_json=path.read_text(encoding="utf-8"))
+
+
+async def start_server(listen: str, records_dir: Path, allow_commands: bool = False) -> tuple[grpc.aio.Server, int]:
+    """Start the service with health and reflection; returns the server and the bound port."""
+    server = grpc.aio.server()
+    referee_pb2_grpc.add_RefereeServiceServicer_to_server(RefereeService(records_dir, allow_commands), server)
+    checker = health.aio.HealthServicer()
+    for name in ("", "casino.v1.RefereeService"):
+        await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(checker, server)
+    names = (
+        referee_pb2.DESCRIPTOR.services_by_name["RefereeService"].full_name,
+        health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+        reflection.SERVICE_NAME,
+    )
+    reflection.enable_server_reflection(names, server)
+    port = server.add_insecure_port(listen)
+    await server.start()
+    return server, port
+
+
+async def serve(listen: str, records_dir: Path | None = None, allow_commands: bool = False) -> None:
+    """Serve until SIGINT/SIGTERM, then stop gracefully (running matches get 5 s)."""
+    records = records_dir or Path(tempfile.mkdtemp(prefix="casino-records-"))
+    records.mkdir(parents=True, exist_ok=True)
+    server, port = await start_server(listen, records, allow_commands)
+    print(f"referee listening on {listen} (port {port}); records in {records}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.stop(grace=5)
+
+

@@ -1,0 +1,122 @@
+"""A test bot with switches for every way a bot can misbehave (one process, real gRPC).
+
+Usage: python tests/bots/scripted_bot.py MODE [--after N]
+Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its N-th turn
+(default 3) MODE applies:
+
+  normal        always plays well
+  never-listen  never opens its port (sleeps)
+  no-hello      answers the handshake with a move
+  crash         exits the process (status 3) on the turn
+  hang          never answers the turn
+  late          answers after the time limit (sleeps move_time_ms + 300 ms)
+  illegal       answers with a well-formed but illegal move in notation
+  bad-index     answers with an index past the end of the legal moves
+  garbage       answers with unparsable notation
+  huge          answers with a 50 MB notation string
+  exit-between  plays game 1 well, then exits when game 1 ends
+  flood         sends 100 extra moves on the turn
+  wrong-turn    answers with another turn id
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from casino.v1 import bot_pb2, bot_pb2_grpc
+
+MODES = ("normal", "never-listen", "no-hello", "crash", "hang", "late", "illegal", "bad-index", "garbage",
+         "huge", "exit-between", "flood", "wrong-turn")
+
+
+class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
+    def __init__(self, mode: str, after: int) -> None:
+        self.mode = mode
+        self.after = after
+        self.turns = 0
+
+    async def Play(self, request_iterator, context):  # noqa: N802 - gRPC method name
+        async for request in request_iterator:
+            kind = request.WhichOneof("event")
+            if kind == "handshake":
+                if self.mode == "no-hello":
+                    yield bot_pb2.PlayResponse(move=bot_pb2.MoveChoice(turn_id=0, index=0))
+                else:
+                    yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=f"scripted-{self.mode}", version="1", protocol_version="1"))
+            elif kind == "game_end":
+                if self.mode == "exit-between":
+                    os._exit(0)
+            elif kind == "turn":
+                self.turns += 1
+                turn = request.turn
+                answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0)
+                if self.turns >= self.after:
+                    if self.mode == "crash":
+                        os._exit(3)
+                    if self.mode == "hang":
+                        await asyncio.sleep(3600)
+                    if self.mode == "late":
+                        await asyncio.sleep((turn.move_time_ms + 300) / 1000)
+                    if self.mode == "illegal":
+                        answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, notation=_illegal(turn))
+                    if self.mode == "bad-index":
+                        answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, index=len(turn.legal_moves) + 5)
+                    if self.mode == "garbage":
+                        answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, notation="\x00 take everything!")
+                    if self.mode == "huge":
+                        answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, notation="X" * (50 << 20))
+                    if self.mode == "wrong-turn":
+                        answer = bot_pb2.MoveChoice(turn_id=turn.turn_id + 1000, index=0)
+                    if self.mode == "flood":
+                        for _ in range(100):
+                            yield bot_pb2.PlayResponse(move=answer)
+                yield bot_pb2.PlayResponse(move=answer)
+
+
+def _illegal(turn: bot_pb2.Turn) -> str:
+    """A well-formed play that is not in the legal list: a trail if possible, else a capture of
+    nothing the rules allow."""
+    legal = {m.notation for m in turn.legal_moves}
+    for card in turn.observation.hand:
+        for text in (f"{card} trail", f"{card} build 14 {' '.join(turn.observation.loose[:1])}".strip()):
+            if text not in legal and len(text.split()) != 3:
+                return text
+            if text not in legal and text.endswith("trail"):
+                return text
+    return f"{turn.observation.hand[0]} raise b99 14"
+
+
+async def serve(mode: str, after: int) -> None:
+    address = os.environ["CASINO_BOT_ADDRESS"]
+    if mode == "never-listen":
+        await asyncio.sleep(3600)
+    server = grpc.aio.server(options=[("grpc.max_send_message_length", 64 << 20)])
+    bot_pb2_grpc.add_BotServiceServicer_to_server(ScriptedBot(mode, after), server)
+    health_servicer = health.aio.HealthServicer()
+    await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    server.add_insecure_port(address)
+    await server.start()
+    await server.wait_for_termination()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=MODES)
+    parser.add_argument("--after", type=int, default=3)
+    args = parser.parse_args()
+    try:
+        asyncio.run(serve(args.mode, args.after))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
