@@ -8,6 +8,7 @@ failure, a flood stops the reading, and every wait is bounded.
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from dataclasses import dataclass
 
@@ -41,7 +42,8 @@ class BotConnection:
     def __init__(self, channel: grpc.aio.Channel) -> None:
         self._stub = bot_pb2_grpc.BotServiceStub(channel)
         self._call: grpc.aio.StreamStreamCall | None = None
-        self._queue: asyncio.Queue[bot_pb2.PlayResponse] = asyncio.Queue()
+        self._queue: collections.deque[bot_pb2.PlayResponse] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None  # woken when a message arrives or the stream breaks
         self._reader: asyncio.Task[None] | None = None
         self.broken: StreamFailure | None = None
         self._answered_turns: set[int] = set()
@@ -69,8 +71,9 @@ class BotConnection:
                 if message is grpc.aio.EOF:
                     self._break(StreamFailure(F.FAILURE_KIND_DISCONNECT, "the bot closed its stream"))
                     return
-                self._queue.put_nowait(message)
-                if self._queue.qsize() > MAX_QUEUED:
+                self._queue.append(message)
+                self._wake()
+                if len(self._queue) > MAX_QUEUED:
                     self._break(
                         StreamFailure(F.FAILURE_KIND_PROTOCOL, f"flooded the stream: more than {MAX_QUEUED} unrequested messages", preview(message))
                     )
@@ -81,9 +84,14 @@ class BotConnection:
         except asyncio.CancelledError:
             raise
 
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
     def _break(self, failure: StreamFailure) -> StreamFailure:
         if self.broken is None:
             self.broken = failure
+        self._wake()
         return failure
 
     async def send(self, request: bot_pb2.PlayRequest, timeout_s: float) -> StreamFailure | None:
@@ -92,8 +100,9 @@ class BotConnection:
             return self.broken
         assert self._call is not None
         try:
-            await asyncio.wait_for(self._call.write(request), timeout_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(timeout_s):
+                await self._call.write(request)
+        except TimeoutError:
             return self._break(StreamFailure(F.FAILURE_KIND_TIMEOUT, "stopped reading its stream"))
         except grpc.aio.AioRpcError as exc:
             return self._break(_rpc_failure(exc))
@@ -103,25 +112,27 @@ class BotConnection:
 
     async def _next(self, timeout_s: float) -> bot_pb2.PlayResponse | StreamFailure:
         """The next message from the bot, or why none came in time."""
-        if not self._queue.empty():
-            return self._queue.get_nowait()
+        if self._queue:
+            return self._queue.popleft()
         if self.broken:
             return self.broken
-        getter = asyncio.ensure_future(self._queue.get())
-        waits = {getter, self._reader} if self._reader else {getter}
-        done, _ = await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        if getter in done:
-            return getter.result()
-        getter.cancel()
-        if self.broken:
-            return self.broken
-        return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms")
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._waiter
+        except TimeoutError:
+            return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms")
+        finally:
+            self._waiter = None
+        if self._queue:
+            return self._queue.popleft()
+        return self.broken or StreamFailure(F.FAILURE_KIND_DISCONNECT, "the stream ended")
 
     def _unrequested(self) -> StreamFailure | None:
         """Messages waiting before a turn was sent: late answers to turns that timed out are
         dropped; anything else is a protocol failure."""
-        while not self._queue.empty():
-            message = self._queue.get_nowait()
+        while self._queue:
+            message = self._queue.popleft()
             if message.WhichOneof("reply") == "move" and message.move.turn_id in self._late_turns:
                 self._late_turns.discard(message.move.turn_id)
                 continue

@@ -207,9 +207,13 @@ class BotSlot:
 Emit = Callable[[referee_pb2.RunMatchResponse], None]
 
 
+def _discard(event: referee_pb2.RunMatchResponse) -> None:
+    """The default event sink."""
+
+
 async def run_match(spec: MatchSpec, emit: Emit | None = None) -> MatchReport:
     """Play every game of ``spec``; bots are stopped on every path, errors and cancellation included."""
-    emit = emit or (lambda event: None)
+    emit = emit or _discard
     match_id = spec.match_id or uuid.uuid4().hex[:12]
     logs_dir = spec.logs_dir or Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
     logs_dir.mkdir(parents=True, exist_ok=True)
@@ -313,6 +317,8 @@ async def _play_game(
         else:
             turn = turn_to_pb(game_id, turn_id, observation(state, seat), moves, clock.allowed_ms(), clock.bank_ms)
             answer, elapsed = await slot.connection.ask_move(turn, clock.deadline_s())  # type: ignore[union-attr]
+            if isinstance(answer, StreamFailure):
+                answer = await _crash_or_disconnect(answer, slot)
             failure, move = _judge(answer, state, moves, slot)
             if failure is None and not clock.charge(elapsed * 1000):
                 failure = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"answered after {elapsed * 1000:.0f} ms, limit {clock.allowed_ms()} ms",
@@ -332,9 +338,10 @@ async def _play_game(
         state = apply(state, move)
         timings.append([seat, int(elapsed * 1e6)])
         notation = str(move)
-        emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
-            game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
-            elapsed_us=int(elapsed * 1e6), substituted=substituted)))
+        if emit is not _discard:  # one event per play: only built when someone listens
+            emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
+                game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
+                elapsed_us=int(elapsed * 1e6), substituted=substituted)))
         made = bot_pb2.PlayRequest(play_made=bot_pb2.PlayMade(
             game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number, substituted=substituted))
         for other in seats:
@@ -371,13 +378,23 @@ async def _play_game(
     return GameReport(game_id, number, seat_bots, result, record)
 
 
+async def _crash_or_disconnect(failure: StreamFailure, slot: BotSlot) -> StreamFailure:
+    """A broken stream from a started bot is a crash when its process exits within a moment."""
+    proc = slot.process
+    if failure.kind != F.FAILURE_KIND_DISCONNECT or proc is None or proc.process is None:
+        return failure
+    try:
+        await asyncio.wait_for(asyncio.shield(proc.process.wait()), 0.5)
+    except asyncio.TimeoutError:
+        return failure
+    return StreamFailure(F.FAILURE_KIND_CRASH, f"the bot process {proc.exit_description}", failure.received)
+
+
 def _judge(
     answer: bot_pb2.MoveChoice | StreamFailure, state: GameState, moves: list[Move], slot: BotSlot
 ) -> tuple[StreamFailure | None, Move | None]:
     """Turn a bot's answer into a legal Move, or say precisely why it is not one."""
     if isinstance(answer, StreamFailure):
-        if answer.kind == F.FAILURE_KIND_DISCONNECT and slot.process is not None and slot.process.exited:
-            return StreamFailure(F.FAILURE_KIND_CRASH, f"the bot process {slot.process.exit_description}", answer.received), None
         return answer, None
     which = answer.WhichOneof("choice")
     shown = preview(answer)

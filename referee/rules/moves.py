@@ -24,6 +24,7 @@ the canonical ``Move``.
 from __future__ import annotations
 
 import enum
+from functools import lru_cache
 from typing import NamedTuple
 
 from .cards import CODE, Card, parse_card
@@ -62,8 +63,9 @@ class Move(NamedTuple):
         return format_move(self)
 
 
+@lru_cache(maxsize=1 << 16)
 def format_move(move: Move) -> str:
-    """The canonical notation of a move."""
+    """The canonical notation of a move (memoised: records and observations repeat moves)."""
     parts = [CODE[move.card], VERBS[move.kind]]
     kind = move.kind
     if kind == MoveKind.CAPTURE:

@@ -71,7 +71,7 @@ def observation(state: GameState, seat: int) -> Observation:
     n = state.options.players
     if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n:
         raise InvalidSeatError(f"seat {seat!r} is not at a {n}-player table (seats 0..{n - 1})")
-    plays = tuple((e.seat, e.move) for e in state.history() if e.deal == state.deal)
+    plays = tuple((e.seat, e.move) for e in state.deal_history())
     return Observation(
         seat=seat,
         side=state.options.side_of(seat),

@@ -122,6 +122,18 @@ class GameState:
         """The side a seat scores for."""
         return self.options.side_of(seat)
 
+    def deal_history(self) -> list[LogEntry]:
+        """The plays of the current deal, oldest first (walks back only through this deal)."""
+        entries: list[LogEntry] = []
+        node = self.log
+        while node is not None:
+            node, entry = node
+            if entry.deal != self.deal:
+                break
+            entries.append(entry)
+        entries.reverse()
+        return entries
+
     def history(self) -> list[LogEntry]:
         """Every play of the game so far, oldest first."""
         entries: list[LogEntry] = []

@@ -1,0 +1,109 @@
+"""Protocol benchmark: bare round trip to a trivial bot, referee time per move, games/s.
+
+Usage: python bench/bench_protocol.py [--round-trips N] [--games N] [--concurrency K] [--runs R]
+
+1. Bare round trip: one stream to ``python -m referee.builtin_bot`` over a unix socket; the
+   client sends a Turn with one legal move and waits for the answer, N times.
+2. Referee per move: a match of random Python bots (the same built-in bot) through run_match:
+   wall time per play, and the referee's share = that minus the median bare round trip.
+3. Games/s: the same bots, ``--concurrency`` matches at once in one referee process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import grpc  # noqa: E402
+
+from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2  # noqa: E402
+from referee.clock import TimeControl  # noqa: E402
+from referee.endpoints import CHANNEL_OPTIONS, BotEndpoint, BotProcess, wait_healthy  # noqa: E402
+from referee.match import MatchSpec, run_match  # noqa: E402
+from referee.rules import RuleOptions  # noqa: E402
+
+BOT = f"{sys.executable} -m referee.builtin_bot"
+
+
+async def bare_round_trips(n: int) -> list[float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        address = f"unix:{tmp}/bot.sock"
+        proc = BotProcess(BotEndpoint.parse(BOT), address, Path(tmp) / "bot.log")
+        await proc.start()
+        try:
+            async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
+                if await wait_healthy(channel, asyncio.get_running_loop().time() + 20, proc):
+                    raise SystemExit("bot did not start")
+                call = bot_pb2_grpc.BotServiceStub(channel).Play()
+                await call.write(bot_pb2.PlayRequest(handshake=bot_pb2.Handshake(protocol_version="1")))
+                await call.read()
+                turn = bot_pb2.Turn(game_id="g", legal_moves=[game_pb2.Move(card="9C", kind=game_pb2.MOVE_KIND_TRAIL, notation="9C trail")])
+                times = []
+                for i in range(n):
+                    turn.turn_id = i
+                    start = time.perf_counter()
+                    await call.write(bot_pb2.PlayRequest(turn=turn))
+                    await call.read()
+                    times.append(time.perf_counter() - start)
+                await call.done_writing()
+                return times
+        finally:
+            await proc.stop()
+
+
+async def matches(games: int, concurrency: int) -> tuple[float, int, int]:
+    """Run ``concurrency`` matches of ``games`` games each at once; (seconds, games, plays)."""
+    specs = [
+        MatchSpec(bots=[BotEndpoint.parse(f"{BOT} --seed {2 * k}"), BotEndpoint.parse(f"{BOT} --seed {2 * k + 1}")],
+                  options=RuleOptions(players=2), games=games, seed=100 * k + 1, time_control=TimeControl(move_time_ms=2000))
+        for k in range(concurrency)
+    ]
+    # the clock starts when the last match has its bots ready: games/s measures play, not start-up
+    ready: list[float] = []
+
+    def on_event(event: object) -> None:
+        if event.WhichOneof("event") == "match_started":  # type: ignore[attr-defined]
+            ready.append(time.perf_counter())
+
+    reports = await asyncio.gather(*(run_match(s, on_event) for s in specs))
+    elapsed = time.perf_counter() - max(ready)
+    plays = sum(len(g.record["timings_us"]) for r in reports for g in r.games)
+    return elapsed, sum(len(r.games) for r in reports), plays
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--round-trips", type=int, default=3000)
+    parser.add_argument("--games", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    rtts = []
+    for _ in range(args.runs):
+        t = sorted(asyncio.run(bare_round_trips(args.round_trips)))[args.round_trips // 10:]  # drop warm-up tail
+        rtts.append(statistics.median(t))
+    bare_ms = statistics.median(rtts) * 1000
+    print(f"bare round trip: median {bare_ms:.3f} ms (runs: {', '.join(f'{r * 1000:.3f}' for r in rtts)})")
+    per_move, rates = [], []
+    for _ in range(args.runs):
+        elapsed, games, plays = asyncio.run(matches(args.games, args.concurrency))
+        per_move.append(elapsed / plays * 1000)
+        rates.append(games / elapsed)
+    move_ms = statistics.median(per_move)
+    print(f"referee, {args.concurrency} match(es) of {args.games} games at once: {move_ms:.3f} ms per play (wall), "
+          f"referee share over the bare round trip {move_ms - bare_ms:.3f} ms; {statistics.median(rates):.1f} games/s "
+          f"(runs: {', '.join(f'{r:.1f}' for r in rates)})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
