@@ -137,6 +137,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """A short match between each pair of sample bots."""
+    from .demo import run_demo
+
+    if args.games < 1 or args.move_time < 1:
+        _usage_error("--games and --move-time must be at least 1")
+    return run_demo(args.games, args.move_time, args.seed)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="referee", description="Royal Casino referee: rules engine tools.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -174,6 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="let clients name bot commands (cmd:...) for the referee to start; off by default")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("demo", help="a short match between each pair of sample bots, with standings")
+    p.add_argument("--games", type=int, default=2, help="games per pair (default 2)")
+    p.add_argument("--move-time", type=int, default=200, metavar="MS", help="per-move limit (default 200)")
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("replay", help="re-check a game record against the rules and print it")
     p.add_argument("file", metavar="FILE")
