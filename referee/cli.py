@@ -174,7 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="conformance check of a bot: games against itself and a random bot")
     p.add_argument("--bot", action="append", required=True, metavar="CMD_OR_ADDR", help="the bot to check")
     add_match_args(p, bots=False)
-    p.set_defaults(func=cmd_check, games=2)
+    p.set_defaults(func=cmd_check)
+    for action in p._actions:
+        if action.dest == "games":
+            action.default, action.help = 2, "games against each opponent (default 2)"
 
     p = sub.add_parser("serve", help="run the Referee gRPC service")
     p.add_argument("--listen", default="127.0.0.1:50051", metavar="ADDR", help="host:port or unix:/path (default 127.0.0.1:50051)")

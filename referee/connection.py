@@ -168,10 +168,15 @@ class BotConnection:
             return reply, elapsed
         if reply.WhichOneof("reply") != "move":
             return StreamFailure(F.FAILURE_KIND_PROTOCOL, "answered a turn without a move", preview(reply)), elapsed
+        if reply.move.turn_id in self._answered_turns:
+            return StreamFailure(
+                F.FAILURE_KIND_PROTOCOL, f"sent a second answer to turn {reply.move.turn_id}", preview(reply.move)
+            ), elapsed
         if reply.move.turn_id != turn.turn_id:
             return StreamFailure(
                 F.FAILURE_KIND_MALFORMED, f"answered turn {reply.move.turn_id}, expected {turn.turn_id}", preview(reply.move)
             ), elapsed
+        self._answered_turns.add(turn.turn_id)
         return reply.move, elapsed
 
     async def close(self) -> None:

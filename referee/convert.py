@@ -25,7 +25,7 @@ _PB_TO_KIND = {v: k for k, v in _KIND_TO_PB.items()}
 def options_to_pb(options: RuleOptions) -> game_pb2.RuleOptions:
     return game_pb2.RuleOptions(
         players=options.players,
-        partnerships=options.partnerships,
+        individuals=not options.partnerships,
         on_twenty=options.on_twenty.value,
         max_deals=options.max_deals,
     )
@@ -40,7 +40,7 @@ def options_from_pb(pb: game_pb2.RuleOptions) -> RuleOptions:
         raise InvalidOptionError(f"on_twenty must be 'little_casino' or 'most_spades', not {pb.on_twenty!r}") from None
     return RuleOptions(
         players=pb.players or default.players,
-        partnerships=pb.partnerships if pb.players == 4 else default.partnerships,
+        partnerships=not pb.individuals,
         on_twenty=on_twenty,
         max_deals=pb.max_deals or default.max_deals,
     )

@@ -49,6 +49,12 @@ class BotEndpoint:
     def is_process(self) -> bool:
         return not self.address
 
+    @staticmethod
+    def is_address(spec: str) -> bool:
+        """True for ``unix:...`` and ``host:port`` specs (what a client may name remotely)."""
+        text = spec.strip()
+        return text.startswith("unix:") or bool(_HOST_PORT.match(text))
+
     @classmethod
     def parse(cls, spec: str, *, cwd: str | None = None, env: dict[str, str] | None = None) -> "BotEndpoint":
         """``unix:/path`` or ``host:port`` is an address; ``cmd:...`` or anything else is a command.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import itertools
 import json
 import logging
 import random
@@ -140,11 +141,13 @@ class BotSlot:
         self.starts = 0
         self.failed_starts = 0
         self.startup_failure: StreamFailure | None = None
+        self.needs_restart = False  # set after a timeout: the bot's state is unknown
 
     @property
     def ready(self) -> bool:
         return (
-            self.connection is not None
+            not self.needs_restart
+            and self.connection is not None
             and self.connection.broken is None
             and (self.process is None or not self.process.exited)
         )
@@ -156,6 +159,7 @@ class BotSlot:
         if self.failed_starts >= STARTUP_ATTEMPTS:
             return self.startup_failure
         await self.shutdown()
+        self.needs_restart = False
         self.starts += 1
         loop = asyncio.get_running_loop()
         deadline = loop.time() + control.startup_time_ms / 1000
@@ -166,29 +170,31 @@ class BotSlot:
             try:
                 await self.process.start()
             except OSError as exc:
-                return self._startup_failed(f"cannot start {self.endpoint.spec!r}: {exc}")
+                return await self._startup_failed(f"cannot start {self.endpoint.spec!r}: {exc}")
         assert address is not None
         self.channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         why = await wait_healthy(self.channel, deadline, self.process)
         if why:
-            return self._startup_failed(why)
+            return await self._startup_failed(why)
         self.connection = BotConnection(self.channel)
         hello = await self.connection.open(handshake, max(0.001, deadline - loop.time()))
         if isinstance(hello, StreamFailure):
-            return self._startup_failed(f"handshake failed: {hello.reason}", hello.received)
+            return await self._startup_failed(f"handshake failed: {hello.reason}", hello.received)
         major = hello.protocol_version.split(".")[0] if hello.protocol_version else PROTOCOL_VERSION
         if major != PROTOCOL_VERSION:
-            return self._startup_failed(f"speaks protocol {hello.protocol_version!r}, the referee speaks {PROTOCOL_VERSION}")
+            return await self._startup_failed(f"speaks protocol {hello.protocol_version!r}, the referee speaks {PROTOCOL_VERSION}")
         self.name = hello.name or self.name
         self.version = hello.version
         self.failed_starts = 0
         log.info("bot %d ready: %s %s at %s", self.index, self.name, self.version, address)
         return None
 
-    def _startup_failed(self, reason: str, received: str = "") -> StreamFailure:
+    async def _startup_failed(self, reason: str, received: str = "") -> StreamFailure:
+        """Record a failed start and tear down what was started, so the bot is not ready."""
         self.failed_starts += 1
         self.startup_failure = StreamFailure(F.FAILURE_KIND_STARTUP, reason, received)
         log.warning("bot %d (%s) failed to start: %s", self.index, self.endpoint.spec, reason)
+        await self.shutdown()
         return self.startup_failure
 
     async def shutdown(self) -> None:
@@ -233,8 +239,9 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None) -> MatchReport:
             emit(referee_pb2.RunMatchResponse(match_started=referee_pb2.MatchStarted(
                 match_id=match_id, bot_names=[s.name for s in slots])))
             reports = []
+            turn_ids = itertools.count(1)  # unique across the match, so a late answer never matches a later turn
             for number in range(1, spec.games + 1):
-                report = await _play_game(spec, match_id, number, slots, handshake, emit)
+                report = await _play_game(spec, match_id, number, slots, handshake, emit, turn_ids)
                 reports.append(report)
                 if spec.records_dir:
                     path = spec.records_dir / f"{report.game_id}.json"
@@ -247,7 +254,8 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None) -> MatchReport:
 
 
 async def _play_game(
-    spec: MatchSpec, match_id: str, number: int, slots: list[BotSlot], handshake: bot_pb2.Handshake, emit: Emit
+    spec: MatchSpec, match_id: str, number: int, slots: list[BotSlot], handshake: bot_pb2.Handshake, emit: Emit,
+    turn_ids: itertools.count,
 ) -> GameReport:
     options = spec.options
     n = options.players
@@ -257,6 +265,7 @@ async def _play_game(
     seed = spec.game_seed(number)
     state: GameState = new_game(options, seed=seed, decks=spec.decks)
     control = spec.time_control
+    send_s = control.move_time_ms / 1000 + 1.0  # bound on one write to a bot that stopped reading
     clocks = [GameClock.start(control) for _ in range(n)]
     strikes = [0] * n
     failures: list[game_pb2.Failure] = []
@@ -266,70 +275,78 @@ async def _play_game(
         game_id=game_id, game_number=number, seat_bots=seat_bots, seed=seed)))
     log.info("game %s: seats %s, seed %d", game_id, [s.name for s in seats], seed)
 
-    def record_failure(seat: int, failure: StreamFailure, forfeit: bool) -> game_pb2.Failure:
+    def record_failure(seat: int, failure: StreamFailure, forfeit: bool, before_play: bool = False) -> None:
         item = game_pb2.Failure(
-            seat=seat, kind=failure.kind, deal=state.deal, play_number=state.plays + 1,
+            seat=seat, kind=failure.kind, deal=state.deal, play_number=0 if before_play else state.plays + 1,
             received=failure.received, reason=failure.reason, forfeit=forfeit,
         )
         failures.append(item)
         emit(referee_pb2.RunMatchResponse(failure=item))
         log.warning("game %s seat %d (%s): %s: %s%s", game_id, seat, seats[seat].name,
                     F.Name(failure.kind), failure.reason, " -> forfeit" if forfeit else " -> random move")
-        return item
 
-    forfeiting: int | None = None
-    # start every seat's bot; one that cannot start forfeits (the others are still told the game)
-    for seat, slot in enumerate(seats):
-        why = await slot.ensure_ready(handshake, control)
-        if why and forfeiting is None:
-            record_failure(seat, why, True)
-            forfeiting = seat
-    names = [s.name for s in seats]
-    for seat, slot in enumerate(seats):
-        if slot.ready:
-            start = bot_pb2.GameStart(game_id=game_id, game_number=number, seat=seat,
-                                      side=options.side_of(seat), player_names=names)
-            await slot.connection.send(bot_pb2.PlayRequest(game_start=start), control.move_time_ms / 1000)  # type: ignore[union-attr]
+    async def start_seat(seat: int) -> StreamFailure | None:
+        """Make the seat's bot ready and tell it the game; a stream that breaks on the way (a bot
+        that exited after the last game) gets one restart."""
+        slot = seats[seat]
+        start = bot_pb2.GameStart(game_id=game_id, game_number=number, seat=seat, side=options.side_of(seat),
+                                  player_names=[s.name for s in seats])
+        for _ in range(2):
+            why = await slot.ensure_ready(handshake, control)
+            if why:
+                return why
+            why = await slot.connection.send(bot_pb2.PlayRequest(game_start=start), send_s)  # type: ignore[union-attr]
+            if why is None:
+                return None
+        return why
 
-    turn_id = 0
-    turns_taken = [0] * n
-    while forfeiting is None and not state.is_over:
+    # every seat's bot must start; each that cannot is recorded and forfeits
+    forfeiting: list[int] = []
+    for seat in range(n):
+        why = await start_seat(seat)
+        if why:
+            record_failure(seat, why, True, before_play=True)
+            forfeiting.append(seat)
+
+    moved = [False] * n  # whether the seat has made a move of its own this game
+    while not forfeiting and not state.is_over:
         seat = state.to_move
         slot = seats[seat]
-        if not slot.ready and turns_taken[seat] == 0:
-            # gone before its first turn of this game (e.g. it exited between games): restart it
-            # and tell it the game, rather than count a failure it could not have avoided
-            if await slot.ensure_ready(handshake, control) is None:
-                start = bot_pb2.GameStart(game_id=game_id, game_number=number, seat=seat,
-                                          side=options.side_of(seat), player_names=names)
-                await slot.connection.send(bot_pb2.PlayRequest(game_start=start), control.move_time_ms / 1000)  # type: ignore[union-attr]
-        turns_taken[seat] += 1
         moves = legal_moves(state)
-        turn_id += 1
         clock = clocks[seat]
         failure: StreamFailure | None
         move: Move | None = None
         elapsed = 0.0
+        answer: bot_pb2.MoveChoice | StreamFailure
         if not slot.ready:
-            failure = slot.connection.broken if slot.connection and slot.connection.broken else StreamFailure(
-                F.FAILURE_KIND_CRASH if slot.process and slot.process.exited else F.FAILURE_KIND_DISCONNECT,
-                f"the bot is gone ({slot.process.exit_description if slot.process else 'no stream'})")
+            answer = slot.connection.broken if slot.connection and slot.connection.broken else StreamFailure(
+                F.FAILURE_KIND_DISCONNECT, "the bot is gone")
         else:
-            turn = turn_to_pb(game_id, turn_id, observation(state, seat), moves, clock.allowed_ms(), clock.bank_ms)
+            turn = turn_to_pb(game_id, next(turn_ids), observation(state, seat), moves, control.move_time_ms, clock.bank_ms)
             answer, elapsed = await slot.connection.ask_move(turn, clock.deadline_s())  # type: ignore[union-attr]
-            if isinstance(answer, StreamFailure):
-                answer = await _crash_or_disconnect(answer, slot)
-            failure, move = _judge(answer, state, moves, slot)
-            if failure is None and not clock.charge(elapsed * 1000):
-                failure = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"answered after {elapsed * 1000:.0f} ms, limit {clock.allowed_ms()} ms",
-                                        preview(answer))
+        if isinstance(answer, StreamFailure):
+            answer = await _crash_or_disconnect(answer, slot)
+            if not moved[seat] and answer.kind in (F.FAILURE_KIND_DISCONNECT, F.FAILURE_KIND_CRASH):
+                # gone before its first move of this game (e.g. it exited after the last game):
+                # restart it and ask again once, rather than count a failure of the last game
+                moved[seat] = True
+                log.info("game %s seat %d: %s before its first move; restarting", game_id, seat, answer.reason)
+                if await start_seat(seat) is None:
+                    continue
+        moved[seat] = True
+        failure, move = _judge(answer, state, moves)
+        if failure is None and not clock.charge(elapsed * 1000):
+            failure = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"answered after {elapsed * 1000:.0f} ms, limit "
+                                    f"{control.move_time_ms + clock.bank_ms} ms", preview(answer))
         substituted = False
         if failure is not None:
+            if failure.kind == F.FAILURE_KIND_TIMEOUT:
+                slot.needs_restart = True  # a bot that missed a deadline is restarted before its next game
             strikes[seat] += 1
             forfeit = spec.policy is FailurePolicy.FORFEIT or strikes[seat] > spec.max_strikes
             record_failure(seat, failure, forfeit)
             if forfeit:
-                forfeiting = seat
+                forfeiting.append(seat)
                 break
             move = substitute_rng.choice(moves)
             substituted = True
@@ -346,9 +363,9 @@ async def _play_game(
             game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number, substituted=substituted))
         for other in seats:
             if other.ready:
-                await other.connection.send(made, control.move_time_ms / 1000)  # type: ignore[union-attr]
+                await other.connection.send(made, send_s)  # type: ignore[union-attr]
 
-    if forfeiting is not None:
+    if forfeiting:
         result = forfeit_result(game_id, options, state.scores, forfeiting, state.deal + 1, failures)
     else:
         assert state.result is not None
@@ -356,7 +373,7 @@ async def _play_game(
     end = bot_pb2.PlayRequest(game_end=bot_pb2.GameEnd(result=result))
     for slot in seats:
         if slot.ready:
-            await slot.connection.send(end, control.move_time_ms / 1000)  # type: ignore[union-attr]
+            await slot.connection.send(end, send_s)  # type: ignore[union-attr]
     emit(referee_pb2.RunMatchResponse(game_result=result))
     log.info("game %s: %s %s", game_id, result.reason, list(result.ranks))
     record = {
@@ -391,7 +408,7 @@ async def _crash_or_disconnect(failure: StreamFailure, slot: BotSlot) -> StreamF
 
 
 def _judge(
-    answer: bot_pb2.MoveChoice | StreamFailure, state: GameState, moves: list[Move], slot: BotSlot
+    answer: bot_pb2.MoveChoice | StreamFailure, state: GameState, moves: list[Move]
 ) -> tuple[StreamFailure | None, Move | None]:
     """Turn a bot's answer into a legal Move, or say precisely why it is not one."""
     if isinstance(answer, StreamFailure):

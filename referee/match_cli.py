@@ -133,6 +133,10 @@ def cmd_match(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     """Conformance check: games against itself and against the built-in random bot."""
     random_bot = f"{sys.executable} -m referee.builtin_bot --seed {args.seed}"
+    if len(args.bot) != 1:
+        raise UsageError("check takes exactly one --bot")
+    if args.players not in (None, 2):
+        raise UsageError("check plays 2-player games")
     candidate = args.bot[0]
     _logging(args.verbose)
     problems: list[str] = []

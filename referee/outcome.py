@@ -47,11 +47,12 @@ def normal_result(game_id: str, options: RuleOptions, result: GameResult, failur
 
 
 def forfeit_result(
-    game_id: str, options: RuleOptions, scores: Sequence[int], forfeiting_seat: int, deals: int, failures: Sequence[game_pb2.Failure]
+    game_id: str, options: RuleOptions, scores: Sequence[int], forfeiting_seats: Sequence[int], deals: int,
+    failures: Sequence[game_pb2.Failure],
 ) -> game_pb2.GameResult:
-    """The protocol result of a game a seat forfeited: its side ranks last, the others by score."""
-    loser = options.side_of(forfeiting_seat)
-    side_ranks = ranks_by_side(scores, None, [loser])
+    """The protocol result of a game seats forfeited: their sides rank last, the others by score."""
+    losers = {options.side_of(seat) for seat in forfeiting_seats}
+    side_ranks = ranks_by_side(scores, None, sorted(losers))
     best = [s for s, r in enumerate(side_ranks) if r == 1]
     return game_pb2.GameResult(
         game_id=game_id,

@@ -48,14 +48,15 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
     def _spec(self, request: referee_pb2.RunMatchRequest) -> MatchSpec:
         bots = []
         for spec in request.bots:
-            endpoint = BotEndpoint.parse(spec)
-            if endpoint.is_process and not self.allow_commands:
-                raise EndpointError(f"bot {spec!r} is a command; this server only accepts addresses (start it with --allow-commands)")
-            bots.append(endpoint)
-        options = options_from_pb(request.options)
-        if not request.options.players:
-            options = options_from_pb(game_pb2.RuleOptions(players=len(bots), partnerships=request.options.partnerships or True,
-                                                           on_twenty=request.options.on_twenty, max_deals=request.options.max_deals))
+            if not self.allow_commands and not BotEndpoint.is_address(spec):
+                # refused before looking the program up, so clients learn nothing about this machine
+                raise EndpointError(f"bot {spec!r} is not an address; this server accepts only addresses (start it with --allow-commands)")
+            bots.append(BotEndpoint.parse(spec))
+        pb_options = game_pb2.RuleOptions()
+        pb_options.CopyFrom(request.options)
+        if not pb_options.players:
+            pb_options.players = len(bots)
+        options = options_from_pb(pb_options)
         if not 1 <= (request.games or 1) <= MAX_GAMES_PER_REQUEST:
             raise ValueError(f"games must be 1..{MAX_GAMES_PER_REQUEST}")
         return MatchSpec(
@@ -66,8 +67,8 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
             decks=[parse_deck(list(d.cards)) for d in request.decks],
             time_control=TimeControl.from_pb(request.time_control),
             policy=_POLICIES.get(request.failure_policy, FailurePolicy.FORFEIT),
-            max_strikes=request.max_strikes,
-            rotate_seats=request.rotate_seats,
+            max_strikes=request.max_strikes or 3,
+            rotate_seats=not request.fixed_seats,
             records_dir=self.records_dir,
         )
 

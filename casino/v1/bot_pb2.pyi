@@ -208,9 +208,11 @@ class Turn(_message.Message):
     BANK_MS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     turn_id: _builtins.int
-    """Echo it in the MoveChoice."""
+    """Unique within the match; echo it in the MoveChoice."""
     move_time_ms: _builtins.int
-    """Time for this move, and the time bank left (0 when there is no bank)."""
+    """The move time, and the time bank left (0 when there is none): the bot may take up to
+    move_time_ms + bank_ms; time past move_time_ms is taken from the bank.
+    """
     bank_ms: _builtins.int
     @_builtins.property
     def observation(self) -> _game_pb2.Observation: ...
@@ -247,6 +249,7 @@ class MoveChoice(_message.Message):
     NOTATION_FIELD_NUMBER: _builtins.int
     MOVE_FIELD_NUMBER: _builtins.int
     turn_id: _builtins.int
+    """The Turn's turn_id (unique within the match)."""
     index: _builtins.int
     """Index into Turn.legal_moves."""
     notation: _builtins.str

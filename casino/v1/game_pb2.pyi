@@ -58,7 +58,9 @@ class _TerminationEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Terminati
     TERMINATION_FORFEIT: _Termination.ValueType  # 2
     """A bot forfeited (see failures)."""
     TERMINATION_ABORTED: _Termination.ValueType  # 3
-    """The referee could not finish the game (its own error); no side is credited."""
+    """Reserved for a game the referee itself cannot finish; this version reports such an error
+    as a failed RunMatch call instead and never produces it.
+    """
 
 class Termination(_Termination, metaclass=_TerminationEnumTypeWrapper):
     """Why a game ended."""
@@ -69,7 +71,9 @@ TERMINATION_NORMAL: Termination.ValueType  # 1
 TERMINATION_FORFEIT: Termination.ValueType  # 2
 """A bot forfeited (see failures)."""
 TERMINATION_ABORTED: Termination.ValueType  # 3
-"""The referee could not finish the game (its own error); no side is credited."""
+"""Reserved for a game the referee itself cannot finish; this version reports such an error
+as a failed RunMatch call instead and never produces it.
+"""
 Global___Termination: _TypeAlias = Termination  # noqa: Y015
 
 class _FailureKind:
@@ -80,7 +84,7 @@ class _FailureKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FailureKi
     DESCRIPTOR: _descriptor.EnumDescriptor
     FAILURE_KIND_UNSPECIFIED: _FailureKind.ValueType  # 0
     FAILURE_KIND_TIMEOUT: _FailureKind.ValueType  # 1
-    """No answer within the move limit (plus grace)."""
+    """No answer within the move limit (plus bank and grace), or stopped reading its stream."""
     FAILURE_KIND_ILLEGAL_MOVE: _FailureKind.ValueType  # 2
     """A well-formed move that is not legal here."""
     FAILURE_KIND_MALFORMED: _FailureKind.ValueType  # 3
@@ -90,7 +94,9 @@ class _FailureKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FailureKi
     FAILURE_KIND_CRASH: _FailureKind.ValueType  # 5
     """The bot's process exited."""
     FAILURE_KIND_STARTUP: _FailureKind.ValueType  # 6
-    """The bot did not become healthy or answer the handshake in time."""
+    """The bot could not be started, did not become healthy or answer the handshake in time,
+    answered it without a Hello, or speaks another protocol version.
+    """
     FAILURE_KIND_PROTOCOL: _FailureKind.ValueType  # 7
     """A message the protocol does not allow at that point (e.g. an unrequested move)."""
 
@@ -99,7 +105,7 @@ class FailureKind(_FailureKind, metaclass=_FailureKindEnumTypeWrapper):
 
 FAILURE_KIND_UNSPECIFIED: FailureKind.ValueType  # 0
 FAILURE_KIND_TIMEOUT: FailureKind.ValueType  # 1
-"""No answer within the move limit (plus grace)."""
+"""No answer within the move limit (plus bank and grace), or stopped reading its stream."""
 FAILURE_KIND_ILLEGAL_MOVE: FailureKind.ValueType  # 2
 """A well-formed move that is not legal here."""
 FAILURE_KIND_MALFORMED: FailureKind.ValueType  # 3
@@ -109,7 +115,9 @@ FAILURE_KIND_DISCONNECT: FailureKind.ValueType  # 4
 FAILURE_KIND_CRASH: FailureKind.ValueType  # 5
 """The bot's process exited."""
 FAILURE_KIND_STARTUP: FailureKind.ValueType  # 6
-"""The bot did not become healthy or answer the handshake in time."""
+"""The bot could not be started, did not become healthy or answer the handshake in time,
+answered it without a Hello, or speaks another protocol version.
+"""
 FAILURE_KIND_PROTOCOL: FailureKind.ValueType  # 7
 """A message the protocol does not allow at that point (e.g. an unrequested move)."""
 Global___FailureKind: _TypeAlias = FailureKind  # noqa: Y015
@@ -121,13 +129,13 @@ class RuleOptions(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYERS_FIELD_NUMBER: _builtins.int
-    PARTNERSHIPS_FIELD_NUMBER: _builtins.int
+    INDIVIDUALS_FIELD_NUMBER: _builtins.int
     ON_TWENTY_FIELD_NUMBER: _builtins.int
     MAX_DEALS_FIELD_NUMBER: _builtins.int
     players: _builtins.int
     """2, 3 or 4."""
-    partnerships: _builtins.bool
-    """4 players only: seats 0+2 against 1+3. False: 4 individuals."""
+    individuals: _builtins.bool
+    """4 players only: true = 4 individuals; false (default) = partnerships, seats 0+2 against 1+3."""
     on_twenty: _builtins.str
     """What a side on 20 must take: "little_casino" (default) or "most_spades"."""
     max_deals: _builtins.int
@@ -136,13 +144,13 @@ class RuleOptions(_message.Message):
         self,
         *,
         players: _builtins.int = ...,
-        partnerships: _builtins.bool = ...,
+        individuals: _builtins.bool = ...,
         on_twenty: _builtins.str = ...,
         max_deals: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_deals", b"max_deals", "on_twenty", b"on_twenty", "partnerships", b"partnerships", "players", b"players"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["individuals", b"individuals", "max_deals", b"max_deals", "on_twenty", b"on_twenty", "players", b"players"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -162,11 +170,13 @@ class TimeControl(_message.Message):
     move_time_ms: _builtins.int
     """Limit for one move, from sending the turn to receiving the answer."""
     grace_ms: _builtins.int
-    """Extra time the referee waits past a limit before declaring a timeout (network slack)."""
+    """Extra time the referee waits past a limit before declaring a timeout (transport slack).
+    0 means the default, 50 ms.
+    """
     bank_initial_ms: _builtins.int
-    """Optional time bank per game: starting amount; 0 = no bank."""
+    """Optional time bank per game: starting amount (0: the bank starts empty)."""
     bank_increment_ms: _builtins.int
-    """Added to the bank after each move."""
+    """Added to the bank after each move (with 0 here and above there is no bank)."""
     startup_time_ms: _builtins.int
     """Time for a bot to become healthy and answer the handshake."""
     def __init__(
@@ -413,7 +423,9 @@ class Failure(_message.Message):
     seat: _builtins.int
     kind: Global___FailureKind.ValueType
     deal: _builtins.int
-    """0-based deal and 1-based play number within it (0 before the first play)."""
+    """0-based deal and 1-based play number within it (0 for a failure before the game's first
+    play, e.g. at startup).
+    """
     play_number: _builtins.int
     received: _builtins.str
     """What the bot sent, abbreviated."""
@@ -457,7 +469,7 @@ class GameResult(_message.Message):
     game_id: _builtins.str
     termination: Global___Termination.ValueType
     reason: _builtins.str
-    """"target_reached", "condition_met", "max_deals", "forfeit" or "aborted"."""
+    """"target_reached", "condition_met", "max_deals" or "forfeit"."""
     winner_side: _builtins.int
     """Winning side, or -1 for a draw or no winner."""
     deals: _builtins.int

@@ -76,14 +76,19 @@ class RunMatchRequest(_message.Message):
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     FAILURE_POLICY_FIELD_NUMBER: _builtins.int
     MAX_STRIKES_FIELD_NUMBER: _builtins.int
-    ROTATE_SEATS_FIELD_NUMBER: _builtins.int
+    FIXED_SEATS_FIELD_NUMBER: _builtins.int
     games: _builtins.int
     seed: _builtins.int
-    """Seed of the first game; game k uses seed + k - 1. Ignored for games given decks."""
+    """Seed of the first game; game k uses seed + k - 1 (for every deal after the given decks)."""
     failure_policy: Global___FailurePolicy.ValueType
     max_strikes: _builtins.int
-    rotate_seats: _builtins.bool
-    """Rotate seats between games so every bot sits in every seat (default true via the CLI)."""
+    """With FAILURE_POLICY_RANDOM_MOVE: failures replaced by random moves before the next one
+    forfeits (0 means the default, 3).
+    """
+    fixed_seats: _builtins.bool
+    """Keep every bot in its seat for all games; by default seats rotate one place per game so
+    every bot sits in every seat.
+    """
     @_builtins.property
     def bots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """One endpoint per seat of the first game: "host:port", "unix:/path", or (only when the
@@ -94,7 +99,7 @@ class RunMatchRequest(_message.Message):
     def options(self) -> _game_pb2.RuleOptions: ...
     @_builtins.property
     def decks(self) -> _containers.RepeatedCompositeFieldContainer[Global___Deck]:
-        """Decks for the first deals of the first game (then the seed supplies the rest)."""
+        """Decks for the first deals of every game (then the game's seed supplies the rest)."""
 
     @_builtins.property
     def time_control(self) -> _game_pb2.TimeControl: ...
@@ -109,11 +114,11 @@ class RunMatchRequest(_message.Message):
         time_control: _game_pb2.TimeControl | None = ...,
         failure_policy: Global___FailurePolicy.ValueType = ...,
         max_strikes: _builtins.int = ...,
-        rotate_seats: _builtins.bool = ...,
+        fixed_seats: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bots", b"bots", "decks", b"decks", "failure_policy", b"failure_policy", "games", b"games", "max_strikes", b"max_strikes", "options", b"options", "rotate_seats", b"rotate_seats", "seed", b"seed", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bots", b"bots", "decks", b"decks", "failure_policy", b"failure_policy", "fixed_seats", b"fixed_seats", "games", b"games", "max_strikes", b"max_strikes", "options", b"options", "seed", b"seed", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
