@@ -47,6 +47,7 @@ def run_demo(games: int, move_time_ms: int, seed: int) -> int:
         spec = MatchSpec(bots=[BotEndpoint.parse(bots[a]), BotEndpoint.parse(bots[b])], options=RuleOptions(players=2),
                          games=games, seed=seed, time_control=TimeControl(move_time_ms=move_time_ms))
         report = asyncio.run(run_match(spec))
+        print(f"  ({a} vs {b}: bot logs in {report.logs_dir})")
         for game in report.games:
             print(describe_game(game, report.bot_names, spec.options))
             for seat, bot_index in enumerate(game.seat_bots):

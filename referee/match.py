@@ -113,7 +113,8 @@ class MatchReport:
                 rank = game.result.ranks[seat]
                 if any(f.seat == seat and f.forfeit for f in game.result.failures):
                     forfeits[bot] += 1
-                if rank == 1 and game.result.winner_side >= 0:
+                    losses[bot] += 1  # a forfeit is a loss, even when every side forfeited
+                elif rank == 1 and game.result.winner_side >= 0:
                     wins[bot] += 1
                 elif rank == 1:  # shares the top with another side: a draw
                     draws[bot] += 1
@@ -141,20 +142,19 @@ class BotSlot:
         self.starts = 0
         self.failed_starts = 0
         self.startup_failure: StreamFailure | None = None
-        self.needs_restart = False  # set after a timeout: the bot's state is unknown
+        self.needs_restart = False  # set after a timeout: restart before the next game (its state is unknown)
 
     @property
     def ready(self) -> bool:
         return (
-            not self.needs_restart
-            and self.connection is not None
+            self.connection is not None
             and self.connection.broken is None
             and (self.process is None or not self.process.exited)
         )
 
     async def ensure_ready(self, handshake: bot_pb2.Handshake, control: TimeControl) -> StreamFailure | None:
         """Reuse the stream, or (re)start the bot and redo the handshake; None when ready."""
-        if self.ready:
+        if self.ready and not self.needs_restart:
             return None
         if self.failed_starts >= STARTUP_ATTEMPTS:
             return self.startup_failure
@@ -221,7 +221,7 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None) -> MatchReport:
     """Play every game of ``spec``; bots are stopped on every path, errors and cancellation included."""
     emit = emit or _discard
     match_id = spec.match_id or uuid.uuid4().hex[:12]
-    logs_dir = spec.logs_dir or Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
+    logs_dir = spec.logs_dir / match_id if spec.logs_dir else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
     logs_dir.mkdir(parents=True, exist_ok=True)
     if spec.records_dir:
         spec.records_dir.mkdir(parents=True, exist_ok=True)
@@ -331,8 +331,10 @@ async def _play_game(
                 # restart it and ask again once, rather than count a failure of the last game
                 moved[seat] = True
                 log.info("game %s seat %d: %s before its first move; restarting", game_id, seat, answer.reason)
-                if await start_seat(seat) is None:
+                why = await start_seat(seat)
+                if why is None:
                     continue
+                answer = why
         moved[seat] = True
         failure, move = _judge(answer, state, moves)
         if failure is None and not clock.charge(elapsed * 1000):

@@ -70,6 +70,7 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
             max_strikes=request.max_strikes or 3,
             rotate_seats=not request.fixed_seats,
             records_dir=self.records_dir,
+            logs_dir=self.records_dir / "logs",  # one folder per match below it
         )
 
     async def RunMatch(  # noqa: N802 - the gRPC method name

@@ -171,7 +171,7 @@ class TimeControl(_message.Message):
     """Limit for one move, from sending the turn to receiving the answer."""
     grace_ms: _builtins.int
     """Extra time the referee waits past a limit before declaring a timeout (transport slack).
-    0 means the default, 50 ms.
+    In a RunMatchRequest, 0 means the default, 50 ms.
     """
     bank_initial_ms: _builtins.int
     """Optional time bank per game: starting amount (0: the bank starts empty)."""
