@@ -11,8 +11,8 @@ budget (``--samples`` determinisations per move, no clock) so results do not dep
 machine. With 4 players each bot plays both seats of its partnership.
 
 Prints A's wins / draws / losses, the score rate (win 1, draw 1/2) and the mean final-score
-margin per game, each with a 95% interval (normal approximation over games), average points,
-and the mean time per decision of each bot.
+margin per game, each with a 95% interval (normal approximation over the seat-swapped pairs of
+games, the independent unit here), average points, and the mean time per decision of each bot.
 """
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ def play_game(task: tuple[str, str, int, int, int, int]) -> dict[str, object]:
     return {
         "seed": seed, "a_side": a_side, "outcome": outcome,
         "a_points": result.scores[a_side], "b_points": result.scores[1 - a_side], "deals": result.deals,
-        "a_time": spent[a_side], "a_moves": decisions[a_side], "b_time": spent[1 - a_side], "b_moves": decisions[1 - a_side],
+        "a_time": spent[a_side], "a_moves": decisions[a_side],
+        "b_time": spent[1 - a_side], "b_moves": decisions[1 - a_side],
     }
 
 
@@ -144,8 +145,17 @@ def main(argv: list[str] | None = None) -> int:
     n = len(results)
     wins = sum(r["outcome"] == 1.0 for r in results)
     draws = sum(r["outcome"] == 0.5 for r in results)
-    rate, rate_half = interval([float(r["outcome"]) for r in results])  # type: ignore[arg-type]
-    margin, margin_half = interval([float(r["a_points"]) - float(r["b_points"]) for r in results])  # type: ignore[arg-type]
+    # The unit of the intervals is a seed pair (two seat-swapped games on the same decks).
+    by_seed: dict[object, list[dict[str, object]]] = {}
+    for r in results:
+        by_seed.setdefault(r["seed"], []).append(r)
+    pairs_out = [statistics.fmean(float(r["outcome"]) for r in p) for p in by_seed.values()]  # type: ignore[arg-type]
+    pairs_margin = [
+        statistics.fmean(float(r["a_points"]) - float(r["b_points"]) for r in p)  # type: ignore[arg-type]
+        for p in by_seed.values()
+    ]
+    rate, rate_half = interval(pairs_out)
+    margin, margin_half = interval(pairs_margin)
     a_points = statistics.fmean(float(r["a_points"]) for r in results)  # type: ignore[arg-type]
     b_points = statistics.fmean(float(r["b_points"]) for r in results)  # type: ignore[arg-type]
     a_ms = 1000 * sum(r["a_time"] for r in results) / max(1, sum(r["a_moves"] for r in results))  # type: ignore[misc]

@@ -188,7 +188,7 @@ class BotConnection:
             except (asyncio.TimeoutError, grpc.aio.AioRpcError, grpc.aio.UsageError, RuntimeError):
                 pass
         if self._reader is not None:
-            if not self._reader.done():
+            if not self._reader.done() and self.broken is None:
                 try:
                     await asyncio.wait_for(asyncio.shield(self._reader), 1.0)
                 except (asyncio.TimeoutError, Exception):

@@ -14,6 +14,7 @@
 
 const path = require('path');
 const fs = require('fs');
+process.env.GRPC_VERBOSITY = process.env.GRPC_VERBOSITY || 'NONE'; // gRPC's own log lines
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
@@ -89,6 +90,8 @@ function log(message) {
 
 function play(call) {
   let match = '?';
+  let seat = 0;
+  let side = 0;
   call.on('data', (req) => {
     switch (req.event) {
       case 'handshake': {
@@ -110,13 +113,17 @@ function play(call) {
         call.write({ move: { turn_id: req.turn.turn_id, index } });
         break;
       }
+      case 'game_start':
+        ({ seat, side } = req.game_start);
+        break;
       case 'game_end': {
         const r = req.game_end.result || {};
-        const outcome = r.winner_side < 0 ? 'draw' : `side ${r.winner_side} won`;
-        log(`match ${match} game ${r.game_id}: ${outcome}, scores ${(r.scores || []).join('-')} (${r.reason}, ${r.deals} deals)`);
+        const outcome = r.winner_side < 0 ? 'draw' : r.winner_side === side ? 'won' : 'lost';
+        const scores = (r.scores || []).join('-');
+        log(`match ${match} game ${r.game_id}, seat ${seat}: ${outcome}, scores ${scores} (${r.reason}, ${r.deals} deals)`);
         break;
       }
-      default: // game_start and play_made need no answer
+      default: // play_made needs no answer
         break;
     }
   });
@@ -166,7 +173,9 @@ function main() {
   const address = process.env.CASINO_BOT_ADDRESS || '';
   if (!address) fail('CASINO_BOT_ADDRESS is not set (e.g. unix:/tmp/bot.sock or 127.0.0.1:50051)');
   const unix = address.startsWith('unix:');
-  if (!unix && !/^.+:\d{1,5}$/.test(address)) fail(`bad CASINO_BOT_ADDRESS=${JSON.stringify(address)}: expected unix:/path/to/socket or host:port`);
+  if (!unix && !/^.+:\d{1,5}$/.test(address)) {
+    fail(`bad CASINO_BOT_ADDRESS=${JSON.stringify(address)}: expected unix:/path/to/socket or host:port`);
+  }
   if (unix) { // a socket file left by an earlier run would make the bind fail
     const file = address.slice('unix:'.length).replace(/^\/\/(?=\/)/, '');
     try {

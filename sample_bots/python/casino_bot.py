@@ -39,7 +39,8 @@ try:
 except ImportError:  # running from a checkout without `pip install -e .`: use the repository's packages
     sys.path.append(str(Path(__file__).resolve().parents[2]))
 
-import grpc
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's own log lines; set it to "debug" to see them
+import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
@@ -171,7 +172,9 @@ def state_from_turn(turn: bot_pb2.Turn, rng: random.Random, options: RuleOptions
     return state
 
 
-def _deal_hidden(unseen: list[int], sizes: dict[int, int], need: list[set[int]], rng: random.Random) -> dict[int, list[int]]:
+def _deal_hidden(
+    unseen: list[int], sizes: dict[int, int], need: list[set[int]], rng: random.Random
+) -> dict[int, list[int]]:
     """Draw the hidden hands from ``unseen`` (which keeps what is left, shuffled): uniformly among
     the deals that give each seat the ranks it needs, by rejection; if that keeps failing, the
     needed cards are placed first."""
@@ -244,11 +247,12 @@ def _to_choice(turn: bot_pb2.Turn, value: Choice) -> bot_pb2.MoveChoice:
 
 
 class _Servicer(bot_pb2_grpc.BotServiceServicer):
-    def __init__(self, bot: CasinoBot) -> None:
+    def __init__(self, bot: CasinoBot | type[CasinoBot]) -> None:
         self.bot = bot
 
     async def Play(self, requests: Any, context: grpc.aio.ServicerContext) -> Any:
-        bot, match = self.bot, "?"
+        bot = self.bot() if isinstance(self.bot, type) else self.bot
+        match, seat, side = "?", 0, 0
         async for req in requests:
             event = req.WhichOneof("event")
             if event == "handshake":
@@ -264,23 +268,25 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
                     name=bot.name, version=bot.version, protocol_version=PROTOCOL_VERSION))
             elif event == "turn":
                 bot.turn_started = time.monotonic()
-                yield bot_pb2.PlayResponse(move=await asyncio.to_thread(self._decide, req.turn))
+                yield bot_pb2.PlayResponse(move=await asyncio.to_thread(self._decide, bot, req.turn))
             elif event == "game_start":
+                seat, side = req.game_start.seat, req.game_start.side
                 await self._hook(bot.on_game_start, req.game_start)
             elif event == "play_made":
                 await self._hook(bot.on_play, req.play_made)
             elif event == "game_end":
                 r = req.game_end.result
-                outcome = "draw" if r.winner_side < 0 else f"side {r.winner_side} won"
-                log.info("match %s game %s: %s, scores %s (%s, %d deals%s)", match, r.game_id, outcome,
+                outcome = "draw" if r.winner_side < 0 else "won" if r.winner_side == side else "lost"
+                log.info("match %s game %s, seat %d: %s, scores %s (%s, %d deals%s)", match, r.game_id, seat, outcome,
                          "-".join(map(str, r.scores)), r.reason, r.deals,
                          f", {len(r.failures)} failure(s)" if r.failures else "")
                 await self._hook(bot.on_game_end, req.game_end)
         log.info("match %s: stream closed", match)
 
-    def _decide(self, turn: bot_pb2.Turn) -> bot_pb2.MoveChoice:
+    @staticmethod
+    def _decide(bot: CasinoBot, turn: bot_pb2.Turn) -> bot_pb2.MoveChoice:
         try:
-            return _to_choice(turn, self.bot.choose(turn))
+            return _to_choice(turn, bot.choose(turn))
         except Exception as exc:  # a bug in the bot: play the first legal move rather than forfeit
             log.exception("choose failed (%s); answering index 0", exc)
             return bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0)
@@ -303,7 +309,7 @@ def _check_address(address: str) -> str | None:
     return None
 
 
-async def _serve(bot: CasinoBot, address: str) -> None:
+async def _serve(bot: CasinoBot | type[CasinoBot], address: str) -> None:
     server = grpc.aio.server()
     bot_pb2_grpc.add_BotServiceServicer_to_server(_Servicer(bot), server)
     health = health_aio.HealthServicer()
@@ -329,8 +335,12 @@ async def _serve(bot: CasinoBot, address: str) -> None:
     await server.stop(grace=2)
 
 
-def run(bot: CasinoBot, address: str | None = None) -> None:
-    """Serve ``bot`` on ``address`` (default: $CASINO_BOT_ADDRESS) until SIGTERM/SIGINT."""
+def run(bot: CasinoBot | type[CasinoBot], address: str | None = None) -> None:
+    """Serve ``bot`` on ``address`` (default: $CASINO_BOT_ADDRESS) until SIGTERM/SIGINT.
+
+    An instance serves every stream; in self-play one process gets a stream per seat at the same
+    time, so a bot that keeps state across events is better passed as its class: each stream
+    (match and seat) then gets a fresh instance."""
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {bot.name}: %(message)s", stream=sys.stderr)
     address = address or os.environ.get("CASINO_BOT_ADDRESS", "")
     if not address:

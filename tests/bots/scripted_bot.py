@@ -9,7 +9,7 @@ Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its 
   no-hello      answers the handshake with a move
   crash         exits the process (status 3) on the turn
   hang          never answers the turn
-  late          answers after the time limit (sleeps move_time_ms + 300 ms)
+  late          answers after the time limit (sleeps move_time_ms + bank_ms + 300 ms)
   illegal       answers with a well-formed but illegal move in notation
   bad-index     answers with an index past the end of the legal moves
   garbage       answers with unparsable notation
@@ -62,7 +62,7 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                     if self.mode == "hang":
                         await asyncio.sleep(3600)
                     if self.mode == "late":
-                        await asyncio.sleep((turn.move_time_ms + 300) / 1000)
+                        await asyncio.sleep((turn.move_time_ms + turn.bank_ms + 300) / 1000)
                     if self.mode == "illegal":
                         answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, notation=_illegal(turn))
                     if self.mode == "bad-index":

@@ -1,0 +1,170 @@
+"""Shared fixtures for the referee integration tests (real bot processes, real gRPC).
+
+* ``python_bot(mode, after=3)``: the command line of the scripted misbehaving bot
+  (tests/bots/scripted_bot.py) in one of its modes.
+* ``builtin_bot(seed)``: the command line of the referee's built-in random bot.
+* ``fast_time``: a short move limit for tests of timeouts; the startup time stays generous
+  (slow CI). ``ROOMY_TIME``: a long move limit for games where nobody should time out.
+* ``bot_processes()`` / ``assert_no_bot_processes()``: live scripted or built-in bot processes
+  started by this test session (read from /proc), so tests can check that nothing is left
+  running after a match.
+* ``running_builtin_bot``: a built-in random bot the test starts itself, already healthy:
+  (address, pid); lets a test use a short startup time without racing the opponent's start.
+* ``node_bot``: the command of the sample Node.js bot, after ``npm ci`` if needed; skipped with a
+  reason when node/npm or the bot's package-lock.json is absent.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from referee.clock import TimeControl
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTED_BOT = ROOT / "tests" / "bots" / "scripted_bot.py"
+NODE_BOT_DIR = ROOT / "sample_bots" / "node"
+BOT_PATTERNS = ("scripted_bot.py", "referee.builtin_bot")
+NPM_CI_TIMEOUT_S = 300
+
+# Every process this session starts inherits this variable (the referee passes its environment
+# on to the bots it starts), so the process checks below see our bots and never those of another
+# test run or referee on the same machine.
+# (setdefault: this module may be imported twice, as ``conftest`` and as ``tests.conftest``.)
+SESSION_ENV = "CASINO_TEST_SESSION"
+SESSION_ID = os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
+
+# A fast clock for tests of timeouts: short moves, a generous startup (a Python gRPC bot can take
+# seconds to import and bind on a loaded CI machine).
+FAST_TIME = TimeControl(move_time_ms=300, grace_ms=50, startup_time_ms=10_000)
+# For games that must not time out: well-behaved bots answer in a millisecond or two, so a long
+# limit costs nothing and keeps a stalled CI machine from turning a normal game into a forfeit.
+ROOMY_TIME = TimeControl(move_time_ms=2000, grace_ms=50, startup_time_ms=10_000)
+
+
+def python_bot_command(mode: str, after: int = 3) -> str:
+    return shlex.join([sys.executable, str(SCRIPTED_BOT), mode, "--after", str(after)])
+
+
+def builtin_bot_command(seed: int = 0) -> str:
+    return shlex.join([sys.executable, "-m", "referee.builtin_bot", "--seed", str(seed)])
+
+
+@pytest.fixture
+def python_bot() -> Callable[..., str]:
+    """``python_bot(mode, after=3)``: the scripted bot's command line."""
+    return python_bot_command
+
+
+@pytest.fixture
+def builtin_bot() -> Callable[..., str]:
+    """``builtin_bot(seed=0)``: the built-in random bot's command line."""
+    return builtin_bot_command
+
+
+@pytest.fixture
+def fast_time() -> TimeControl:
+    return FAST_TIME
+
+
+def _ours(pid: str) -> bool:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"{SESSION_ENV}={SESSION_ID}".encode() in environ.split(b"\0")
+
+
+def bot_processes(patterns: tuple[str, ...] = BOT_PATTERNS, *, any_session: bool = False) -> list[tuple[int, str]]:
+    """Live processes whose command line contains one of ``patterns``: (pid, command line).
+
+    Only processes of this test session unless ``any_session``. Zombies (exited, not yet reaped)
+    have an empty command line and are not listed.
+    """
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if cmdline and any(p in cmdline for p in patterns) and (any_session or _ours(entry.name)):
+            found.append((int(entry.name), cmdline))
+    return found
+
+
+def assert_no_bot_processes(exclude: set[int] = frozenset(), wait_s: float = 0.5) -> None:  # type: ignore[assignment]
+    """No bot process of this session is alive (other than ``exclude``), polling up to ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = [p for p in bot_processes() if p[0] not in exclude]
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    assert not left, f"bot processes left running: {left}"
+
+
+@pytest.fixture
+def no_bots_left() -> Callable[..., None]:
+    """``no_bots_left(exclude=set())``: assert no bot process of this session is running."""
+    return assert_no_bot_processes
+
+
+@pytest.fixture
+def running_builtin_bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    address = f"unix:{tmp_path_factory.mktemp('bot') / 'random.sock'}"
+    proc = subprocess.Popen([sys.executable, "-m", "referee.builtin_bot", "--seed", "3"], cwd=ROOT,
+                            env={**os.environ, "CASINO_BOT_ADDRESS": address},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        with grpc.insecure_channel(address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while True:
+                assert proc.poll() is None, "the built-in bot exited before it was healthy"
+                assert time.monotonic() < deadline, "the built-in bot was not healthy within 20 s"
+                try:
+                    reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                except grpc.RpcError:
+                    time.sleep(0.05)
+        yield address, proc.pid
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def node_bot() -> str:
+    """``node sample_bots/node/bot.js`` (run from the repository root), dependencies installed."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        pytest.skip(f"Node.js bot not testable: {'node' if not node else 'npm'} is not on PATH")
+    if not (NODE_BOT_DIR / "package-lock.json").is_file():
+        pytest.skip(f"Node.js bot not testable: {NODE_BOT_DIR.relative_to(ROOT)}/package-lock.json "
+                    "does not exist (yet)")
+    if not (NODE_BOT_DIR / "bot.js").is_file():
+        pytest.skip(f"Node.js bot not testable: {NODE_BOT_DIR.relative_to(ROOT)}/bot.js does not exist (yet)")
+    if not (NODE_BOT_DIR / "node_modules").is_dir():
+        try:
+            done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_BOT_DIR, capture_output=True,
+                                  text=True, timeout=NPM_CI_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"Node.js bot not testable: npm ci took more than {NPM_CI_TIMEOUT_S} s")
+        if done.returncode != 0:
+            pytest.skip(f"Node.js bot not testable: npm ci failed (status {done.returncode}): "
+                        f"{done.stderr.strip()[-500:]}")
+    return "node sample_bots/node/bot.js"

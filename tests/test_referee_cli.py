@@ -1,0 +1,150 @@
+"""``referee match`` and ``referee check`` as real processes (python -m referee.cli) with real bots.
+
+``match`` prints one line per game (and one per failure under it), then a summary table, and
+exits 0 even when bots failed; bad options and unknown bots exit 2 with one ``error:`` line on
+stderr and nothing on stdout. ``check`` exits 0 and says ``clean`` for a well-behaved bot, and
+exits 1 explaining each failure for a misbehaving one. No bot process outlives the command.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import assert_no_bot_processes, builtin_bot_command, python_bot_command
+from tests.support import run_referee
+
+GAME_LINE = re.compile(
+    r"^game (?P<number>\d+) \[P0 (?P<p0>\S+), P1 (?P<p1>\S+)\]: (?P<who>\S+ wins|draw) "
+    r"\((?P<reason>target_reached|condition_met|max_deals|forfeit)\) (?P<scores>\d+-\d+)$"
+)
+SUMMARY_HEADER = re.compile(r"^bot\s+games\s+W\s+D\s+L\s+forfeits\s+move ms p50\s+p99$")
+SUMMARY_ROW = re.compile(
+    r"^(?P<name>\S+)\s+(?P<games>\d+)\s+(?P<w>\d+)\s+(?P<d>\d+)\s+(?P<l>\d+)\s+(?P<f>\d+)\s+[\d.]+\s+[\d.]+$"
+)
+
+
+def assert_usage_error(done: subprocess.CompletedProcess[str]) -> str:
+    """Exit status 2, nothing on stdout, exactly one ``error:`` line on stderr (no traceback)."""
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "error:" in lines[0] and "Traceback" not in done.stderr
+    return lines[0]
+
+
+def test_match_prints_each_game_and_a_summary(tmp_path: Path) -> None:
+    done = run_referee("match", "--bot", builtin_bot_command(1), "--bot", builtin_bot_command(2), "--games", "2",
+                       "--seed", "5", "--records", str(tmp_path / "records"), "--logs", str(tmp_path / "logs"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    games = [GAME_LINE.match(line) for line in lines[:2]]
+    assert all(games), lines[:2]
+    assert [int(g["number"]) for g in games] == [1, 2]
+    assert all(g["reason"] != "forfeit" for g in games)
+    assert lines[2] == ""
+    assert SUMMARY_HEADER.match(lines[3]), lines[3]
+    rows = [SUMMARY_ROW.match(line) for line in lines[4:6]]
+    assert all(rows), lines[4:6]
+    for row in rows:
+        assert row["name"] == "builtin-random" and row["games"] == "2" and row["f"] == "0"
+        assert int(row["w"]) + int(row["d"]) + int(row["l"]) == 2
+    assert int(rows[0]["w"]) == int(rows[1]["l"]) and int(rows[0]["d"]) == int(rows[1]["d"])
+    # the bot logs of the match in a folder named by its match id under --logs
+    logs = re.fullmatch(rf"bot logs: ({re.escape(str(tmp_path / 'logs'))}/[0-9a-f]{{12}}); "
+                        rf"records: {re.escape(str(tmp_path / 'records'))}", lines[6])
+    assert logs, lines[6]
+    assert len(lines) == 7
+    match_id = Path(logs[1]).name
+    assert sorted(p.name for p in (tmp_path / "records").iterdir()) == [f"{match_id}-g1.json", f"{match_id}-g2.json"]
+    assert sorted(p.name for p in Path(logs[1]).iterdir()) == ["bot0.log", "bot1.log"]
+    assert_no_bot_processes()
+
+
+@pytest.mark.parametrize(
+    "bot, message",
+    [("no-such-bot-program --fast", "no program 'no-such-bot-program' on PATH"),
+     ("./no/such/bot.py", "./no/such/bot.py does not exist")],
+    ids=["not-on-path", "no-such-file"],
+)
+def test_match_with_an_unknown_bot_exits_2(bot: str, message: str) -> None:
+    line = assert_usage_error(run_referee("match", "--bot", bot, "--bot", builtin_bot_command(1)))
+    assert "unknown bot" in line and message in line, line
+    assert_no_bot_processes()
+
+
+def test_match_with_an_unreachable_address_forfeits_at_startup(running_builtin_bot: tuple[str, int]) -> None:
+    # nothing listens on 127.0.0.1:1: the match runs, and that bot forfeits with a STARTUP failure
+    address, pid = running_builtin_bot
+    done = run_referee("match", "--bot", "127.0.0.1:1", "--bot", address, "--startup-time", "1000")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    game = GAME_LINE.match(lines[0])
+    assert game, lines[0]
+    assert (game["p0"], game["p1"], game["who"], game["reason"]) == (
+        "bot0", "builtin-random", "builtin-random wins", "forfeit")
+    failure = r"^    P0 bot0: startup at deal 1 play 0: not healthy within the startup time \(.*\) -> forfeit$"
+    assert re.match(failure, lines[1]), lines[1]
+    rows = {m["name"]: m for m in map(SUMMARY_ROW.match, lines) if m}
+    assert (rows["bot0"]["l"], rows["bot0"]["f"]) == ("1", "1")
+    assert (rows["builtin-random"]["w"], rows["builtin-random"]["f"]) == ("1", "0")
+    assert_no_bot_processes(exclude={pid})
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--players", "5"], "argument --players: invalid choice"),
+        (["--players", "3"], "3 players need 3 --bot options, got 2"),
+        (["--games", "0"], "games must be at least 1"),
+        (["--move-time", "0"], "move_time_ms must be at least 1"),
+        (["--grace", "-1"], "grace_ms must be a whole number of milliseconds >= 0"),
+        (["--deck", "/no/such/deck.txt"], "cannot read deck file /no/such/deck.txt"),
+        (["--deck", "tests/golden/2p-seed7.txt"], "bad deck: bad card code"),
+        (["--policy", "retry"], "argument --policy: invalid choice"),
+        (["--games", "two"], "argument --games: invalid int value"),
+    ],
+    ids=["players-5", "players-3-with-2-bots", "games-0", "move-time-0", "negative-grace", "missing-deck",
+         "not-a-deck", "unknown-policy", "games-not-a-number"],
+)
+def test_match_bad_options_exit_2(args: list[str], message: str) -> None:
+    bots = ["--bot", builtin_bot_command(1), "--bot", builtin_bot_command(2)]
+    line = assert_usage_error(run_referee("match", *bots, *args))
+    assert message in line, line
+    assert_no_bot_processes()
+
+
+def test_check_a_clean_bot() -> None:
+    done = run_referee("check", "--bot", python_bot_command("normal"))
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    out = done.stdout
+    assert out.startswith(f"checking {python_bot_command('normal')}\n")
+    assert "2 game(s) against itself:" in out and "2 game(s) against the built-in random bot:" in out
+    assert len(re.findall(r"^  game \d ", out, re.MULTILINE)) == 4
+    times = r"^  move time ms: p50 [\d.]+, p90 [\d.]+, p99 [\d.]+, max [\d.]+ over \d+ moves \(limit 1000\)$"
+    assert len(re.findall(times, out, re.MULTILINE)) == 2
+    assert out.rstrip().endswith("clean: every answer was a legal move in time")
+    assert "NOT CLEAN" not in out and "->" not in out
+    assert_no_bot_processes()
+
+
+def test_check_a_bot_that_plays_illegal_moves() -> None:
+    done = run_referee("check", "--bot", python_bot_command("illegal"))
+    assert done.returncode == 1, (done.stdout[-2000:], done.stderr[-2000:])
+    out = done.stdout
+    # every game forfeited by the bot under test (against itself: one of its two copies)
+    failure = r"^      P\d scripted-illegal: illegal_move at deal 1 play \d+: (.*) -> forfeit$"
+    failures = re.findall(failure, out, re.MULTILINE)
+    assert len(failures) == 4, out
+    assert all(re.search(r"\(rules? \d+(, \d+)*\)$", reason) for reason in failures), failures
+    summary = out[out.index("NOT CLEAN"):].splitlines()
+    assert summary[0] == "NOT CLEAN: 4 failure(s):"
+    assert all(re.match(r"^  \d+ x illegal_move: \S+ .*\(rules? [\d, ]+\)$", line) for line in summary[1:]), summary
+    assert sum(int(line.split(" x ")[0]) for line in summary[1:]) == 4
+    assert "clean: every answer" not in out
+    assert_no_bot_processes()
