@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
-import random
 import statistics
 import sys
 import time
