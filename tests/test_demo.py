@@ -1,0 +1,23 @@
+"""The Quickstart's main job, ``referee demo``, runs the sample bots over gRPC and prints standings."""
+
+from __future__ import annotations
+
+import shutil
+
+from tests.support import run_referee
+
+
+def test_demo_plays_every_pair_of_sample_bots_and_prints_standings() -> None:
+    """One game per pair: every sample bot appears in the standings with its games counted, and
+    no game ends in a forfeit (the sample bots play legal moves in time)."""
+    done = run_referee("demo", "--games", "1", "--move-time", "300", timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    bots = ["random", "greedy", "lookahead"] + (["node"] if shutil.which("node") and "node" in out.split("\n")[0] else [])
+    standings = out[out.index("bot          games"):].splitlines()[1:]
+    rows = {line.split()[0]: [int(x) for x in line.split()[1:]] for line in standings if line.strip()}
+    assert set(rows) == set(bots)
+    for name, (games, wins, draws, losses) in rows.items():
+        assert games == len(bots) - 1 and wins + draws + losses == games, (name, rows[name])
+    assert "(forfeit)" not in out
+    assert sum(r[1] for r in rows.values()) + sum(r[2] for r in rows.values()) // 2 == len(bots) * (len(bots) - 1) // 2
