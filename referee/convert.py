@@ -78,7 +78,9 @@ def move_from_pb(pb: game_pb2.Move) -> Move:
     return Move(card, kind, value, builds, loose)
 
 
-def observation_to_pb(obs: Observation) -> game_pb2.Observation:
+def observation_to_pb(obs: Observation, plays: Iterable[game_pb2.PublicPlay] | None = None) -> game_pb2.Observation:
+    """The protocol form of an observation; ``plays``, when given, replaces ``obs.plays``
+    (already converted, so a caller that keeps them need not convert the deal's plays again)."""
     return game_pb2.Observation(
         seat=obs.seat,
         side=obs.side,
@@ -98,7 +100,7 @@ def observation_to_pb(obs: Observation) -> game_pb2.Observation:
         last_capturer=-1 if obs.last_capturer is None else obs.last_capturer,
         stock_size=obs.stock_size,
         table_dealt=[CODE[c] for c in obs.table_dealt],
-        plays=[game_pb2.PublicPlay(seat=s, move=str(m)) for s, m in obs.plays],
+        plays=plays if plays is not None else [game_pb2.PublicPlay(seat=s, move=str(m)) for s, m in obs.plays],
         scores=obs.scores,
         restricted=[c.value if c else "" for c in obs.restricted],
         continuation=obs.continuation,
@@ -106,12 +108,13 @@ def observation_to_pb(obs: Observation) -> game_pb2.Observation:
 
 
 def turn_to_pb(
-    game_id: str, turn_id: int, obs: Observation, moves: Iterable[Move], move_time_ms: int, bank_ms: int
+    game_id: str, turn_id: int, obs: Observation, moves: Iterable[Move], move_time_ms: int, bank_ms: int,
+    plays: Iterable[game_pb2.PublicPlay] | None = None,
 ) -> bot_pb2.Turn:
     return bot_pb2.Turn(
         game_id=game_id,
         turn_id=turn_id,
-        observation=observation_to_pb(obs),
+        observation=observation_to_pb(obs, plays),
         legal_moves=moves_to_pb(moves),
         move_time_ms=move_time_ms,
         bank_ms=bank_ms,

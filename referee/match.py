@@ -134,6 +134,7 @@ class BotSlot:
         self.endpoint = endpoint
         self.name = f"bot{index}"
         self.version = ""
+        self.play_events = False  # the bot asked for a PlayMade after every play
         self.log_path = logs_dir / f"bot{index}.log"
         self._socket_dir = socket_dir
         self.process: BotProcess | None = None
@@ -185,6 +186,7 @@ class BotSlot:
             return await self._startup_failed(f"speaks protocol {hello.protocol_version!r}, the referee speaks {PROTOCOL_VERSION}")
         self.name = hello.name or self.name
         self.version = hello.version
+        self.play_events = hello.play_events
         self.failed_starts = 0
         log.info("bot %d ready: %s %s at %s", self.index, self.name, self.version, address)
         return None
@@ -309,6 +311,7 @@ async def _play_game(
             forfeiting.append(seat)
 
     moved = [False] * n  # whether the seat has made a move of its own this game
+    public_plays: list[game_pb2.PublicPlay] = []  # this deal's plays, converted once each
     while not forfeiting and not state.is_over:
         seat = state.to_move
         slot = seats[seat]
@@ -322,7 +325,8 @@ async def _play_game(
             answer = slot.connection.broken if slot.connection and slot.connection.broken else StreamFailure(
                 F.FAILURE_KIND_DISCONNECT, "the bot is gone")
         else:
-            turn = turn_to_pb(game_id, next(turn_ids), observation(state, seat), moves, control.move_time_ms, clock.bank_ms)
+            turn = turn_to_pb(game_id, next(turn_ids), observation(state, seat, with_plays=False), moves,
+                              control.move_time_ms, clock.bank_ms, public_plays)
             answer, elapsed = await slot.connection.ask_move(turn, clock.deadline_s())  # type: ignore[union-attr]
         if isinstance(answer, StreamFailure):
             answer = await _crash_or_disconnect(answer, slot)
@@ -355,16 +359,21 @@ async def _play_game(
         assert move is not None
         deal, play_number = state.deal, state.plays + 1
         state = apply(state, move)
-        timings.append([seat, int(elapsed * 1e6)])
         notation = str(move)
+        if state.deal != deal:
+            public_plays = []
+        else:
+            public_plays.append(game_pb2.PublicPlay(seat=seat, move=notation))
+        timings.append([seat, int(elapsed * 1e6)])
         if emit is not _discard:  # one event per play: only built when someone listens
             emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
                 game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
                 elapsed_us=int(elapsed * 1e6), substituted=substituted)))
-        made = bot_pb2.PlayRequest(play_made=bot_pb2.PlayMade(
-            game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number, substituted=substituted))
-        for other in seats:
-            if other.ready:
+        listeners = [other for other in seats if other.play_events and other.ready]
+        if listeners:
+            made = bot_pb2.PlayRequest(play_made=bot_pb2.PlayMade(
+                game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number, substituted=substituted))
+            for other in listeners:
                 await other.connection.send(made, send_s)  # type: ignore[union-attr]
 
     if forfeiting:

@@ -137,20 +137,27 @@ class Hello(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     VERSION_FIELD_NUMBER: _builtins.int
     PROTOCOL_VERSION_FIELD_NUMBER: _builtins.int
+    PLAY_EVENTS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     version: _builtins.str
     protocol_version: _builtins.str
     """The protocol version the bot speaks, e.g. "1"."""
+    play_events: _builtins.bool
+    """Ask for a PlayMade after every play (by anyone, this bot included). Off by default: every
+    Turn's observation already lists each play of the deal so far and every game ends with a
+    GameEnd, and the events cost a message per play per bot (docs/benchmarks.md).
+    """
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         version: _builtins.str = ...,
         protocol_version: _builtins.str = ...,
+        play_events: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "protocol_version", b"protocol_version", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "play_events", b"play_events", "protocol_version", b"protocol_version", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -278,7 +285,9 @@ Global___MoveChoice: _TypeAlias = MoveChoice  # noqa: Y015
 
 @_typing.final
 class PlayMade(_message.Message):
-    """A play made by anyone (this bot included): public information."""
+    """A play made by anyone (this bot included): public information. Sent only to bots that set
+    Hello.play_events.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -48,9 +48,9 @@ class BotServiceServicer:
 
     def Play(self, request_iterator, context):
         """One bidirectional stream per match. The referee sends a Handshake first, then for each
-        game a GameStart, a Turn whenever this bot is to move, a PlayMade for every play by
-        anyone, and a GameEnd. The bot answers the Handshake with a Hello and each Turn with a
-        MoveChoice, and sends nothing else.
+        game a GameStart, a Turn whenever this bot is to move, a PlayMade for every play by anyone
+        if the bot asked for them in its Hello, and a GameEnd. The bot answers the Handshake with
+        a Hello and each Turn with a MoveChoice, and sends nothing else.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -37,9 +37,9 @@ class BotServiceStub:
     def __new__(cls, channel: _aio.Channel) -> BotServiceAsyncStub: ...
     Play: _grpc.StreamStreamMultiCallable[_bot_pb2.PlayRequest, _bot_pb2.PlayResponse]
     """One bidirectional stream per match. The referee sends a Handshake first, then for each
-    game a GameStart, a Turn whenever this bot is to move, a PlayMade for every play by
-    anyone, and a GameEnd. The bot answers the Handshake with a Hello and each Turn with a
-    MoveChoice, and sends nothing else.
+    game a GameStart, a Turn whenever this bot is to move, a PlayMade for every play by anyone
+    if the bot asked for them in its Hello, and a GameEnd. The bot answers the Handshake with
+    a Hello and each Turn with a MoveChoice, and sends nothing else.
     """
 
 @_typing.type_check_only
@@ -49,9 +49,9 @@ class BotServiceAsyncStub(BotServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     Play: _aio.StreamStreamMultiCallable[_bot_pb2.PlayRequest, _bot_pb2.PlayResponse]  # type: ignore[assignment]
     """One bidirectional stream per match. The referee sends a Handshake first, then for each
-    game a GameStart, a Turn whenever this bot is to move, a PlayMade for every play by
-    anyone, and a GameEnd. The bot answers the Handshake with a Hello and each Turn with a
-    MoveChoice, and sends nothing else.
+    game a GameStart, a Turn whenever this bot is to move, a PlayMade for every play by anyone
+    if the bot asked for them in its Hello, and a GameEnd. The bot answers the Handshake with
+    a Hello and each Turn with a MoveChoice, and sends nothing else.
     """
 
 class BotServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -64,9 +64,9 @@ class BotServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_bot_pb2.PlayResponse], _abc.AsyncIterator[_bot_pb2.PlayResponse]]:
         """One bidirectional stream per match. The referee sends a Handshake first, then for each
-        game a GameStart, a Turn whenever this bot is to move, a PlayMade for every play by
-        anyone, and a GameEnd. The bot answers the Handshake with a Hello and each Turn with a
-        MoveChoice, and sends nothing else.
+        game a GameStart, a Turn whenever this bot is to move, a PlayMade for every play by anyone
+        if the bot asked for them in its Hello, and a GameEnd. The bot answers the Handshake with
+        a Hello and each Turn with a MoveChoice, and sends nothing else.
         """
 
 def add_BotServiceServicer_to_server(servicer: BotServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

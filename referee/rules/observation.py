@@ -66,12 +66,13 @@ class Observation:
         }
 
 
-def observation(state: GameState, seat: int) -> Observation:
-    """The view of ``seat`` in ``state``."""
+def observation(state: GameState, seat: int, *, with_plays: bool = True) -> Observation:
+    """The view of ``seat`` in ``state``. ``with_plays=False`` leaves ``plays`` empty, for callers
+    that keep the deal's public plays themselves (the referee, once per turn)."""
     n = state.options.players
     if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n:
         raise InvalidSeatError(f"seat {seat!r} is not at a {n}-player table (seats 0..{n - 1})")
-    plays = tuple((e.seat, e.move) for e in state.deal_history())
+    plays = tuple((e.seat, e.move) for e in state.deal_history()) if with_plays else ()
     return Observation(
         seat=seat,
         side=state.options.side_of(seat),

@@ -84,7 +84,8 @@ class CasinoBot:
         """A game begins: ``start.seat`` / ``start.side`` are this bot's."""
 
     def on_play(self, play_made: bot_pb2.PlayMade) -> None:
-        """Someone (this bot included) made a play; ``play_made.move`` is its notation."""
+        """Someone (this bot included) made a play; ``play_made.move`` is its notation. The SDK
+        asks the referee for these events only when a subclass overrides this method."""
 
     def on_game_end(self, game_end: bot_pb2.GameEnd) -> None:
         """A game is over; ``game_end.result`` has the winner, scores and any failures."""
@@ -265,7 +266,8 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
                 log.info("match %s: %d game(s), %d players, %d ms/move, protocol %s", match, hs.games,
                          hs.options.players, hs.time_control.move_time_ms, hs.protocol_version)
                 yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(
-                    name=bot.name, version=bot.version, protocol_version=PROTOCOL_VERSION))
+                    name=bot.name, version=bot.version, protocol_version=PROTOCOL_VERSION,
+                    play_events=type(bot).on_play is not CasinoBot.on_play))  # events only if they are used
             elif event == "turn":
                 bot.turn_started = time.monotonic()
                 yield bot_pb2.PlayResponse(move=await asyncio.to_thread(self._decide, bot, req.turn))

@@ -1,6 +1,6 @@
 """A test bot with switches for every way a bot can misbehave (one process, real gRPC).
 
-Usage: python tests/bots/scripted_bot.py MODE [--after N]
+Usage: python tests/bots/scripted_bot.py MODE [--after N] [--play-events]
 Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its N-th turn
 (default 3) MODE applies:
 
@@ -36,10 +36,12 @@ MODES = ("normal", "never-listen", "no-hello", "crash", "hang", "late", "illegal
 
 
 class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
-    def __init__(self, mode: str, after: int) -> None:
+    def __init__(self, mode: str, after: int, play_events: bool = False) -> None:
         self.mode = mode
         self.after = after
         self.turns = 0
+        self.play_events = play_events
+        self.events_seen = 0
 
     async def Play(self, request_iterator, context):  # noqa: N802 - gRPC method name
         async for request in request_iterator:
@@ -48,8 +50,13 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                 if self.mode == "no-hello":
                     yield bot_pb2.PlayResponse(move=bot_pb2.MoveChoice(turn_id=0, index=0))
                 else:
-                    yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=f"scripted-{self.mode}", version="1", protocol_version="1"))
+                    yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=f"scripted-{self.mode}", version="1", protocol_version="1",
+                                                                   play_events=self.play_events))
+            elif kind == "play_made":
+                self.events_seen += 1
             elif kind == "game_end":
+                print(f"play events: {self.events_seen}", flush=True)
+                self.events_seen = 0
                 if self.mode == "exit-between":
                     os._exit(0)
             elif kind == "turn":
@@ -92,12 +99,12 @@ def _illegal(turn: bot_pb2.Turn) -> str:
     return f"{turn.observation.hand[0]} raise b99 14"
 
 
-async def serve(mode: str, after: int) -> None:
+async def serve(mode: str, after: int, play_events: bool) -> None:
     address = os.environ["CASINO_BOT_ADDRESS"]
     if mode == "never-listen":
         await asyncio.sleep(3600)
     server = grpc.aio.server(options=[("grpc.max_send_message_length", 64 << 20)])
-    bot_pb2_grpc.add_BotServiceServicer_to_server(ScriptedBot(mode, after), server)
+    bot_pb2_grpc.add_BotServiceServicer_to_server(ScriptedBot(mode, after, play_events), server)
     health_servicer = health.aio.HealthServicer()
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -110,9 +117,10 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=MODES)
     parser.add_argument("--after", type=int, default=3)
+    parser.add_argument("--play-events", action="store_true", help="ask for PlayMade events and print their count per game")
     args = parser.parse_args()
     try:
-        asyncio.run(serve(args.mode, args.after))
+        asyncio.run(serve(args.mode, args.after, args.play_events))
     except KeyboardInterrupt:
         pass
     return 0
