@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from casino.v1 import bot_pb2, game_pb2
 
@@ -46,7 +47,10 @@ def options_from_pb(pb: game_pb2.RuleOptions) -> RuleOptions:
     )
 
 
+@lru_cache(maxsize=1 << 16)
 def move_to_pb(move: Move) -> game_pb2.Move:
+    """The protocol form of a move, memoised: treat the result as read-only (protobuf copies it
+    into any message it is put in)."""
     return game_pb2.Move(
         card=CODE[move.card],
         kind=_KIND_TO_PB[move.kind],
