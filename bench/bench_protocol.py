@@ -59,8 +59,9 @@ async def bare_round_trips(n: int) -> list[float]:
             await proc.stop()
 
 
-async def matches(games: int, concurrency: int) -> tuple[float, int, int]:
-    """Run ``concurrency`` matches of ``games`` games each at once; (seconds, games, plays)."""
+async def matches(games: int, concurrency: int) -> tuple[float, int, int, float]:
+    """Run ``concurrency`` matches of ``games`` games each at once; (seconds, games, plays,
+    referee CPU seconds), all counted from the moment the last match has its bots ready."""
     specs = [
         MatchSpec(bots=[BotEndpoint.parse(f"{BOT} --seed {2 * k}"), BotEndpoint.parse(f"{BOT} --seed {2 * k + 1}")],
                   options=RuleOptions(players=2), games=games, seed=100 * k + 1, time_control=TimeControl(move_time_ms=2000))
@@ -68,15 +69,18 @@ async def matches(games: int, concurrency: int) -> tuple[float, int, int]:
     ]
     # the clock starts when the last match has its bots ready: games/s measures play, not start-up
     ready: list[float] = []
+    cpu_at_ready: list[float] = []
 
     def on_event(event: object) -> None:
         if event.WhichOneof("event") == "match_started":  # type: ignore[attr-defined]
             ready.append(time.perf_counter())
+            cpu_at_ready.append(time.process_time())
 
     reports = await asyncio.gather(*(run_match(s, on_event) for s in specs))
     elapsed = time.perf_counter() - max(ready)
+    cpu = time.process_time() - max(cpu_at_ready)
     plays = sum(len(g.record["timings_us"]) for r in reports for g in r.games)
-    return elapsed, sum(len(r.games) for r in reports), plays
+    return elapsed, sum(len(r.games) for r in reports), plays, cpu
 
 
 def main() -> int:
@@ -93,14 +97,16 @@ def main() -> int:
         rtts.append(statistics.median(t))
     bare_ms = statistics.median(rtts) * 1000
     print(f"bare round trip: median {bare_ms:.3f} ms (runs: {', '.join(f'{r * 1000:.3f}' for r in rtts)})")
-    per_move, rates = [], []
+    per_move, rates, cpu_ms = [], [], []
     for _ in range(args.runs):
-        elapsed, games, plays = asyncio.run(matches(args.games, args.concurrency))
+        elapsed, games, plays, cpu = asyncio.run(matches(args.games, args.concurrency))
         per_move.append(elapsed / plays * 1000)
         rates.append(games / elapsed)
+        cpu_ms.append(cpu / plays * 1000)
     move_ms = statistics.median(per_move)
-    print(f"referee, {args.concurrency} match(es) of {args.games} games at once: {move_ms:.3f} ms per play (wall), "
-          f"referee share over the bare round trip {move_ms - bare_ms:.3f} ms; {statistics.median(rates):.1f} games/s "
+    over = f", {move_ms - bare_ms:.3f} ms over the bare round trip" if args.concurrency == 1 else ""
+    print(f"referee, {args.concurrency} match(es) of {args.games} games at once: {move_ms:.3f} ms per play (wall){over}; "
+          f"referee CPU {statistics.median(cpu_ms):.3f} ms per play; {statistics.median(rates):.1f} games/s "
           f"(runs: {', '.join(f'{r:.1f}' for r in rates)})")
     return 0
 
