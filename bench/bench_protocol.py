@@ -30,7 +30,11 @@ from referee.endpoints import CHANNEL_OPTIONS, BotEndpoint, BotProcess, wait_hea
 from referee.match import MatchSpec, run_match  # noqa: E402
 from referee.rules import RuleOptions  # noqa: E402
 
-BOT = f"{sys.executable} -m referee.builtin_bot"
+BOTS = {
+    "builtin": f"{sys.executable} -m referee.builtin_bot",
+    "sdk-random": f"{sys.executable} {Path(__file__).resolve().parents[1] / 'sample_bots' / 'python' / 'random_bot.py'}",
+}
+BOT = BOTS["builtin"]
 
 
 async def bare_round_trips(n: int) -> list[float]:
@@ -63,7 +67,7 @@ async def matches(games: int, concurrency: int) -> tuple[float, int, int, float]
     """Run ``concurrency`` matches of ``games`` games each at once; (seconds, games, plays,
     referee CPU seconds), all counted from the moment the last match has its bots ready."""
     specs = [
-        MatchSpec(bots=[BotEndpoint.parse(f"{BOT} --seed {2 * k}"), BotEndpoint.parse(f"{BOT} --seed {2 * k + 1}")],
+        MatchSpec(bots=[BotEndpoint.parse(BOT), BotEndpoint.parse(BOT)],
                   options=RuleOptions(players=2), games=games, seed=100 * k + 1, time_control=TimeControl(move_time_ms=2000))
         for k in range(concurrency)
     ]
@@ -89,8 +93,11 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--bot", choices=sorted(BOTS), default="builtin", help="which random Python bot plays (default builtin)")
     args = parser.parse_args()
-    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    global BOT
+    BOT = BOTS[args.bot]
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; bots: {args.bot}")
     rtts = []
     for _ in range(args.runs):
         t = sorted(asyncio.run(bare_round_trips(args.round_trips)))[args.round_trips // 10:]  # drop warm-up tail

@@ -70,6 +70,9 @@ class CasinoBot:
 
     name = "python-bot"
     version = "0.1.0"
+    # choose() runs in a worker thread so a slow bot never stalls the connection; a bot whose
+    # choose() takes microseconds sets this False and saves the hand-off on every turn
+    threaded = True
 
     def __init__(self) -> None:
         self.options: RuleOptions | None = None
@@ -77,7 +80,7 @@ class CasinoBot:
 
     def choose(self, turn: bot_pb2.Turn) -> Choice:
         """The move for ``turn``: an index into ``turn.legal_moves``, a notation string, a
-        ``game_pb2.Move`` or an engine ``Move``. Runs in a worker thread."""
+        ``game_pb2.Move`` or an engine ``Move``. Runs in a worker thread unless ``threaded`` is False."""
         raise NotImplementedError
 
     def on_game_start(self, start: bot_pb2.GameStart) -> None:
@@ -270,7 +273,10 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
                     play_events=type(bot).on_play is not CasinoBot.on_play))  # events only if they are used
             elif event == "turn":
                 bot.turn_started = time.monotonic()
-                yield bot_pb2.PlayResponse(move=await asyncio.to_thread(self._decide, bot, req.turn))
+                if bot.threaded:
+                    yield bot_pb2.PlayResponse(move=await asyncio.to_thread(self._decide, bot, req.turn))
+                else:
+                    yield bot_pb2.PlayResponse(move=self._decide(bot, req.turn))
             elif event == "game_start":
                 seat, side = req.game_start.seat, req.game_start.side
                 await self._hook(bot.on_game_start, req.game_start)

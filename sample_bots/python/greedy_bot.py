@@ -58,6 +58,7 @@ def greedy_index(moves: Sequence[Move], loose: Sequence[int], builds: Sequence[B
 
 class GreedyBot(CasinoBot):
     name = "greedy-bot"
+    threaded = False  # choose() takes microseconds: no thread hand-off
     version = "0.1.0"
 
     def choose(self, turn):  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ from casino_bot import CasinoBot, run
 
 class RandomBot(CasinoBot):
     name = "random-bot"
+    threaded = False  # choose() takes microseconds: no thread hand-off
     version = "0.1.0"
 
     def __init__(self, seed: int = 0) -> None:
