@@ -168,3 +168,20 @@ def node_bot() -> str:
             pytest.skip(f"Node.js bot not testable: npm ci failed (status {done.returncode}): "
                         f"{done.stderr.strip()[-500:]}")
     return "node sample_bots/node/bot.js"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _match_temp_dirs_under_pytest(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Matches without a logs folder keep their bot logs in a new temporary folder (on purpose,
+    for operators); in tests those go under pytest's own temporary tree, which pytest prunes,
+    instead of piling up in /tmp."""
+    import tempfile
+
+    previous, previous_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("casino-tmp"))  # subprocesses too
+    yield
+    tempfile.tempdir = previous
+    if previous_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = previous_env
