@@ -50,12 +50,13 @@ def run_demo(games: int, move_time_ms: int, seed: int) -> int:
         print(f"  ({a} vs {b}: bot logs in {report.logs_dir})")
         for game in report.games:
             print(describe_game(game, report.bot_names, spec.options))
-            for seat, bot_index in enumerate(game.seat_bots):
-                name = (a, b)[bot_index]
-                rank = game.result.ranks[seat]
-                row = table[name]
-                row[0] += 1
-                row[1 if rank == 1 and game.result.winner_side >= 0 else 2 if rank == 1 else 3] += 1
+        tally = report.tally()
+        for i, name in enumerate((a, b)):
+            row = table[name]
+            row[0] += len(report.games)
+            row[1] += tally.wins[i]
+            row[2] += tally.draws[i]
+            row[3] += tally.losses[i]
     print(f"\n{'bot':12s} {'games':>5s} {'wins':>5s} {'draws':>5s} {'losses':>6s}")
     for name, (played, won, drawn, lost) in sorted(table.items(), key=lambda kv: (-kv[1][1], kv[0])):
         print(f"{name:12s} {played:5d} {won:5d} {drawn:5d} {lost:6d}")

@@ -70,8 +70,8 @@ class BotEndpoint:
             return cls(spec=spec, address=text)
         if text.startswith("cmd:"):
             text = text[len("cmd:"):].strip()
-        elif _HOST_PORT.match(text):
-            port = int(_HOST_PORT.match(text).group(2))  # type: ignore[union-attr]
+        elif (address := _HOST_PORT.match(text)) is not None:
+            port = int(address.group(2))
             if not 0 < port < 65536:
                 raise EndpointError(f"bad bot address {spec!r}: port must be 1..65535")
             return cls(spec=spec, address=text)

@@ -9,7 +9,3 @@ class RefereeError(Exception):
 
 class EndpointError(RefereeError, ValueError):
     """A bot endpoint that is neither an address nor a command that can be started."""
-
-
-class BotStartupError(RefereeError):
-    """A bot did not become healthy or answer the handshake in time."""

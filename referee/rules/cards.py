@@ -92,9 +92,3 @@ def check_deck(deck: Iterable[Card]) -> tuple[Card, ...]:
         dup = next(c for c in deck if c in seen or seen.add(c))  # type: ignore[func-returns-value]
         raise InvalidDeckError(f"card {CODE[dup]} appears more than once in the deck")
     return deck
-
-
-def value_held(rank_values: Iterable[int], value: int) -> bool:
-    """True when a hand with these ranks holds a card that captures ``value`` (an Ace covers 14)."""
-    target = ACE if value == ACE_HIGH else value
-    return target in rank_values

@@ -250,11 +250,6 @@ def _build_subsets(builds: list[Build]) -> list[tuple[Build, ...]]:
     return subsets
 
 
-def legal_set(state: GameState) -> frozenset[Move]:
-    """The legal plays as a set, for membership tests."""
-    return frozenset(legal_moves(state))
-
-
 def explain_illegal(state: GameState, move: Move) -> str:
     """Why ``move`` is not legal here, naming the rule; used for IllegalMoveError messages."""
     seat = state.to_move

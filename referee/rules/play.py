@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .cards import RANK
 from .errors import GameOverError, IllegalMoveError, InvalidMoveError
 from .legal import explain_illegal, legal_moves
 from .moves import Move, MoveKind, parse_move
 from .scoring import condition_certain, continuation_after, score_deal
-from .state import Build, GameState, LogEntry, deal_hands, deal_new, successor
+from .state import Build, GameState, LogEntry, deal_hands, deal_new, is_multiple, successor
 
 
 def apply(state: GameState, move: Move | str) -> GameState:
@@ -88,7 +87,7 @@ def play(state: GameState, move: Move) -> GameState:
         added = (c, *move.loose)
         if kind == BUILD:
             cards = tuple(sorted(added))
-            builds = builds + (Build(next_build_id, move.value, cards, seat, _is_multiple(cards, move.value)),)
+            builds = builds + (Build(next_build_id, move.value, cards, seat, is_multiple(cards, move.value)),)
             next_build_id += 1
         else:
             target_id = move.builds[0]
@@ -122,10 +121,6 @@ def play(state: GameState, move: Move) -> GameState:
 
 _new_tuple = tuple.__new__  # a NamedTuple without its Python-level __new__ (hot path)
 TRAIL, CAPTURE, BUILD, ADD = MoveKind.TRAIL, MoveKind.CAPTURE, MoveKind.BUILD, MoveKind.ADD
-
-
-def _is_multiple(cards: tuple[int, ...], value: int) -> bool:
-    return sum(RANK[x] for x in cards) != value
 
 
 def _add_to_pile(piles: tuple[tuple[int, ...], ...], side: int, cards: list[int]) -> tuple[tuple[int, ...], ...]:

@@ -29,6 +29,11 @@ class Build(NamedTuple):
     multiple: bool
 
 
+def is_multiple(cards: Sequence[Card], value: int) -> bool:
+    """A build is single exactly when its cards (Aces 1) add up to its value (rule 8)."""
+    return sum(RANK[c] for c in cards) != value
+
+
 class LogEntry(NamedTuple):
     """One play in the game's history: public information."""
 
@@ -286,8 +291,7 @@ def make_position(
         if not isinstance(owner, int) or not 0 <= owner < n:
             raise InvalidSeatError(f"build owner {owner!r} is not a seat at a {n}-player table")
         value = spec["value"]
-        total = sum(RANK[c] for c in cards)
-        build_list.append(Build(spec.get("id", i + 1), value, cards, owner, total != value))
+        build_list.append(Build(spec.get("id", i + 1), value, cards, owner, is_multiple(cards, value)))
     if len(set(placed)) != len(placed):
         raise InvalidDeckError("a card is placed twice in the position")
     stock = tuple(c for c in ALL_CARDS if c not in set(placed))
