@@ -14,11 +14,14 @@ from dataclasses import dataclass
 
 import grpc
 
-from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2
+from casino.v1 import bot_pb2, game_pb2
+
+from .convert import serialize_request
 
 F = game_pb2.FailureKind
 MAX_QUEUED = 8  # unanswered messages from a bot before the referee stops reading it
 RECEIVED_PREVIEW = 200  # characters of a bad answer kept in records
+_PLAY_METHOD = f"/{bot_pb2.DESCRIPTOR.services_by_name['BotService'].full_name}/Play"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,9 @@ class BotConnection:
     """The Play stream to one bot (one per seat per match)."""
 
     def __init__(self, channel: grpc.aio.Channel) -> None:
-        self._stub = bot_pb2_grpc.BotServiceStub(channel)
+        self._play = channel.stream_stream(
+            _PLAY_METHOD, request_serializer=serialize_request, response_deserializer=bot_pb2.PlayResponse.FromString
+        )
         self._call: grpc.aio.StreamStreamCall | None = None
         self._queue: collections.deque[bot_pb2.PlayResponse] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None  # woken when a message arrives or the stream breaks
@@ -51,7 +56,7 @@ class BotConnection:
 
     async def open(self, handshake: bot_pb2.Handshake, timeout_s: float) -> bot_pb2.Hello | StreamFailure:
         """Open the stream, send the handshake and wait for the Hello."""
-        self._call = self._stub.Play()
+        self._call = self._play()
         self._reader = asyncio.create_task(self._read_loop())
         failure = await self.send(bot_pb2.PlayRequest(handshake=handshake), timeout_s)
         if failure:
@@ -112,16 +117,22 @@ class BotConnection:
 
     async def _next(self, timeout_s: float) -> bot_pb2.PlayResponse | StreamFailure:
         """The next message from the bot, or why none came in time."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await self._receive()
+        except TimeoutError:
+            return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms")
+
+    async def _receive(self) -> bot_pb2.PlayResponse | StreamFailure:
+        """The next message from the bot, or why the stream can give none; waits unbounded, so
+        callers bound it."""
         if self._queue:
             return self._queue.popleft()
         if self.broken:
             return self.broken
         self._waiter = asyncio.get_running_loop().create_future()
         try:
-            async with asyncio.timeout(timeout_s):
-                await self._waiter
-        except TimeoutError:
-            return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms")
+            await self._waiter
         finally:
             self._waiter = None
         if self._queue:
@@ -139,32 +150,48 @@ class BotConnection:
             return StreamFailure(F.FAILURE_KIND_PROTOCOL, "sent a message that was not asked for", preview(message))
         return None
 
-    async def ask_move(self, turn: bot_pb2.Turn, timeout_s: float) -> tuple[bot_pb2.MoveChoice | StreamFailure, float]:
-        """Send a Turn and wait for the answer. Returns the choice (or failure) and the seconds
+    async def ask_move(
+        self, request: bot_pb2.PlayRequest | bytes, turn_id: int, timeout_s: float
+    ) -> tuple[bot_pb2.MoveChoice | StreamFailure, float]:
+        """Send a turn (a ``PlayRequest`` or its serialized bytes, for turn ``turn_id``) and wait
+        for the answer, all within ``timeout_s``. Returns the choice (or failure) and the seconds
         from sending the turn to receiving the answer."""
         failure = self._unrequested()
         if failure:
             return failure, 0.0
+        if self.broken:
+            return self.broken, 0.0
+        assert self._call is not None
+        written = False
         start = time.perf_counter()
-        failure = await self.send(bot_pb2.PlayRequest(turn=turn), timeout_s)
-        if failure:
-            return failure, time.perf_counter() - start
-        while True:
-            left = timeout_s - (time.perf_counter() - start)
-            reply = await self._next(max(left, 0.0))
-            if (
-                isinstance(reply, bot_pb2.PlayResponse)
-                and reply.WhichOneof("reply") == "move"
-                and reply.move.turn_id in self._late_turns
-            ):
-                self._late_turns.discard(reply.move.turn_id)  # a late answer to an earlier turn
-                continue
-            break
+        try:
+            # one deadline for writing the turn and reading its answer: a bot that stops reading
+            # its stream cannot hold the referee either
+            async with asyncio.timeout(timeout_s):
+                await self._call.write(request)
+                written = True
+                while True:
+                    reply = await self._receive()
+                    if (
+                        isinstance(reply, bot_pb2.PlayResponse)
+                        and reply.WhichOneof("reply") == "move"
+                        and reply.move.turn_id in self._late_turns
+                    ):
+                        self._late_turns.discard(reply.move.turn_id)  # a late answer to an earlier turn
+                        continue
+                    break
+        except TimeoutError:
+            elapsed = time.perf_counter() - start
+            if not written:
+                return self._break(StreamFailure(F.FAILURE_KIND_TIMEOUT, "stopped reading its stream")), elapsed
+            self._late_turns.add(turn_id)
+            return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms"), elapsed
+        except grpc.aio.AioRpcError as exc:
+            return self._break(_rpc_failure(exc)), time.perf_counter() - start
+        except (grpc.aio.UsageError, RuntimeError) as exc:  # stream already finished
+            return self._break(StreamFailure(F.FAILURE_KIND_DISCONNECT, f"stream closed: {exc}")), time.perf_counter() - start
         elapsed = time.perf_counter() - start
         if isinstance(reply, StreamFailure):
-            if reply.kind == F.FAILURE_KIND_TIMEOUT:
-                self._late_turns.add(turn.turn_id)
-                reply = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms")
             return reply, elapsed
         if reply.WhichOneof("reply") != "move":
             return StreamFailure(F.FAILURE_KIND_PROTOCOL, "answered a turn without a move", preview(reply)), elapsed
@@ -172,11 +199,11 @@ class BotConnection:
             return StreamFailure(
                 F.FAILURE_KIND_PROTOCOL, f"sent a second answer to turn {reply.move.turn_id}", preview(reply.move)
             ), elapsed
-        if reply.move.turn_id != turn.turn_id:
+        if reply.move.turn_id != turn_id:
             return StreamFailure(
-                F.FAILURE_KIND_MALFORMED, f"answered turn {reply.move.turn_id}, expected {turn.turn_id}", preview(reply.move)
+                F.FAILURE_KIND_MALFORMED, f"answered turn {reply.move.turn_id}, expected {turn_id}", preview(reply.move)
             ), elapsed
-        self._answered_turns.add(turn.turn_id)
+        self._answered_turns.add(turn_id)
         return reply.move, elapsed
 
     async def close(self) -> None:

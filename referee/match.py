@@ -29,7 +29,7 @@ from casino.v1 import bot_pb2, game_pb2, referee_pb2
 
 from .clock import GameClock, TimeControl
 from .connection import BotConnection, StreamFailure, preview
-from .convert import PROTOCOL_VERSION, move_from_pb, options_to_pb, turn_to_pb
+from .convert import PROTOCOL_VERSION, move_from_pb, options_to_pb, public_play_field, turn_request_bytes
 from .endpoints import CHANNEL_OPTIONS, BotEndpoint, BotProcess, wait_healthy
 from .outcome import forfeit_result, normal_result
 from .rules import GameState, Move, RuleOptions, apply, game_record, legal_moves, new_game, parse_move
@@ -311,7 +311,7 @@ async def _play_game(
             forfeiting.append(seat)
 
     moved = [False] * n  # whether the seat has made a move of its own this game
-    public_plays: list[game_pb2.PublicPlay] = []  # this deal's plays, converted once each
+    public_plays = b""  # this deal's plays, each encoded once (see convert.turn_request_bytes)
     while not forfeiting and not state.is_over:
         seat = state.to_move
         slot = seats[seat]
@@ -325,9 +325,10 @@ async def _play_game(
             answer = slot.connection.broken if slot.connection and slot.connection.broken else StreamFailure(
                 F.FAILURE_KIND_DISCONNECT, "the bot is gone")
         else:
-            turn = turn_to_pb(game_id, next(turn_ids), observation(state, seat, with_plays=False), moves,
-                              control.move_time_ms, clock.bank_ms, public_plays)
-            answer, elapsed = await slot.connection.ask_move(turn, clock.deadline_s())  # type: ignore[union-attr]
+            turn_id = next(turn_ids)
+            request = turn_request_bytes(game_id, turn_id, observation(state, seat, with_plays=False), moves,
+                                         control.move_time_ms, clock.bank_ms, public_plays)
+            answer, elapsed = await slot.connection.ask_move(request, turn_id, clock.deadline_s())  # type: ignore[union-attr]
         if isinstance(answer, StreamFailure):
             answer = await _crash_or_disconnect(answer, slot)
             if not moved[seat] and answer.kind in (F.FAILURE_KIND_DISCONNECT, F.FAILURE_KIND_CRASH):
@@ -360,10 +361,7 @@ async def _play_game(
         deal, play_number = state.deal, state.plays + 1
         state = apply(state, move)
         notation = str(move)
-        if state.deal != deal:
-            public_plays = []
-        else:
-            public_plays.append(game_pb2.PublicPlay(seat=seat, move=notation))
+        public_plays = b"" if state.deal != deal else public_plays + public_play_field(seat, notation)
         timings.append([seat, int(elapsed * 1e6)])
         if emit is not _discard:  # one event per play: only built when someone listens
             emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
@@ -425,20 +423,21 @@ def _judge(
     if isinstance(answer, StreamFailure):
         return answer, None
     which = answer.WhichOneof("choice")
-    shown = preview(answer)
     if which == "index":
-        if answer.index >= len(moves):
-            return StreamFailure(F.FAILURE_KIND_MALFORMED, f"index {answer.index} is out of range (0..{len(moves) - 1})", shown), None
-        return None, moves[answer.index]
+        if answer.index < len(moves):
+            return None, moves[answer.index]
+        return StreamFailure(F.FAILURE_KIND_MALFORMED, f"index {answer.index} is out of range (0..{len(moves) - 1})",
+                             preview(answer)), None
     try:
         if which == "notation":
             move = parse_move(answer.notation)
         elif which == "move":
             move = move_from_pb(answer.move)
         else:
-            return StreamFailure(F.FAILURE_KIND_MALFORMED, "the answer names no move (index, notation or move)", shown), None
+            return StreamFailure(F.FAILURE_KIND_MALFORMED, "the answer names no move (index, notation or move)",
+                                 preview(answer)), None
     except RulesError as exc:
-        return StreamFailure(F.FAILURE_KIND_MALFORMED, str(exc), shown), None
+        return StreamFailure(F.FAILURE_KIND_MALFORMED, str(exc), preview(answer)), None
     if move not in moves:
-        return StreamFailure(F.FAILURE_KIND_ILLEGAL_MOVE, f"{move}: {explain_illegal(state, move)}", shown), None
+        return StreamFailure(F.FAILURE_KIND_ILLEGAL_MOVE, f"{move}: {explain_illegal(state, move)}", preview(answer)), None
     return None, move

@@ -32,24 +32,29 @@ def test_play_events_reach_only_the_bots_that_ask(tmp_path: Path) -> None:
     assert silent == [0, 0]
 
 
-def test_turns_built_from_kept_plays_equal_the_engine_observation() -> None:
-    """The referee keeps each deal's converted plays instead of converting the history every
-    turn; the Observation it sends must be exactly the engine's observation of that seat."""
+def test_turn_bytes_built_from_kept_plays_equal_the_engine_turn() -> None:
+    """The referee keeps each deal's plays as encoded bytes and sends each Turn as joined wire
+    bytes; parsed, every one must be exactly the Turn built from the engine's full observation
+    of that seat (``turn_to_pb``), for every table size."""
     import random
 
-    from casino.v1 import game_pb2
-    from referee.convert import observation_to_pb
+    from casino.v1 import bot_pb2
+    from referee.convert import public_play_field, turn_request_bytes, turn_to_pb
     from referee.rules import apply, legal_moves, new_game
     from referee.rules.observation import observation
 
     for players in (2, 3, 4):
         rng = random.Random(players)
         state = new_game(RuleOptions(players=players), seed=players)
-        kept: list[game_pb2.PublicPlay] = []
+        kept = b""
+        turn_id = 0
         while not state.is_over:
-            seat = state.to_move
-            assert observation_to_pb(observation(state, seat, with_plays=False), kept) == observation_to_pb(observation(state, seat))
-            move = rng.choice(legal_moves(state))
+            seat, moves, turn_id = state.to_move, legal_moves(state), turn_id + 1
+            sent = bot_pb2.PlayRequest.FromString(
+                turn_request_bytes("g", turn_id, observation(state, seat, with_plays=False), moves, 1000, 250, kept))
+            expected = bot_pb2.PlayRequest(turn=turn_to_pb("g", turn_id, observation(state, seat), moves, 1000, 250))
+            assert sent == expected
+            move = rng.choice(moves)
             deal = state.deal
             state = apply(state, move)
-            kept = [] if state.deal != deal else [*kept, game_pb2.PublicPlay(seat=seat, move=str(move))]
+            kept = b"" if state.deal != deal else kept + public_play_field(seat, str(move))
