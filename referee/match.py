@@ -17,7 +17,7 @@ import logging
 import random
 import tempfile
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,40 @@ class MatchSpec:
     def game_seed(self, game_number: int) -> int:
         return self.seed + game_number - 1
 
+    def game(self, match_id: str, game_number: int) -> GameSetup:
+        """The setup of game ``game_number`` (1-based) of this match."""
+        return GameSetup(
+            game_id=f"{match_id}-g{game_number}", game_number=game_number, seat_bots=self.seat_bots(game_number),
+            seed=self.game_seed(game_number), options=self.options, decks=self.decks,
+            time_control=self.time_control, policy=self.policy, max_strikes=self.max_strikes, match_id=match_id,
+        )
+
+
+@dataclass(frozen=True)
+class GameSetup:
+    """One game to play: its identity, deck seed and the rules, clocks and policy it is played by."""
+
+    game_id: str
+    game_number: int
+    seat_bots: Sequence[int]  # which bot (the caller's numbering) sits at each seat, for records
+    seed: int
+    options: RuleOptions = field(default_factory=RuleOptions)
+    decks: Sequence[Sequence[int]] = ()
+    time_control: TimeControl = field(default_factory=TimeControl)
+    policy: FailurePolicy = FailurePolicy.FORFEIT
+    max_strikes: int = 3
+    match_id: str = ""
+
+    def handshake(self, games: int = 0) -> bot_pb2.Handshake:
+        """The handshake a bot stream for such games opens with (``games`` 0: not known ahead)."""
+        return bot_pb2.Handshake(
+            protocol_version=PROTOCOL_VERSION,
+            match_id=self.match_id,
+            options=options_to_pb(self.options),
+            time_control=self.time_control.to_pb(),
+            games=games,
+        )
+
 
 @dataclass
 class GameReport:
@@ -129,13 +163,14 @@ class MatchReport:
 class BotSlot:
     """One bot of the match: its endpoint, process, channel and stream."""
 
-    def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path) -> None:
+    def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path, label: str = "") -> None:
         self.index = index
         self.endpoint = endpoint
-        self.name = f"bot{index}"
+        self.label = label or f"bot{index}"  # names its log file and sockets
+        self.name = self.label
         self.version = ""
         self.play_events = False  # the bot asked for a PlayMade after every play
-        self.log_path = logs_dir / f"bot{index}.log"
+        self.log_path = logs_dir / f"{self.label}.log"
         self._socket_dir = socket_dir
         self.process: BotProcess | None = None
         self.channel: grpc.aio.Channel | None = None
@@ -166,7 +201,7 @@ class BotSlot:
         deadline = loop.time() + control.startup_time_ms / 1000
         address = self.endpoint.address
         if self.endpoint.is_process:
-            address = f"unix:{self._socket_dir / f'bot{self.index}-{self.starts}.sock'}"
+            address = f"unix:{self._socket_dir / f'{self.label}-{self.starts}.sock'}"
             self.process = BotProcess(self.endpoint, address, self.log_path)
             try:
                 await self.process.start()
@@ -188,14 +223,14 @@ class BotSlot:
         self.version = hello.version
         self.play_events = hello.play_events
         self.failed_starts = 0
-        log.info("bot %d ready: %s %s at %s", self.index, self.name, self.version, address)
+        log.info("bot %s ready: %s %s at %s", self.label, self.name, self.version, address)
         return None
 
     async def _startup_failed(self, reason: str, received: str = "") -> StreamFailure:
         """Record a failed start and tear down what was started, so the bot is not ready."""
         self.failed_starts += 1
         self.startup_failure = StreamFailure(F.FAILURE_KIND_STARTUP, reason, received)
-        log.warning("bot %d (%s) failed to start: %s", self.index, self.endpoint.spec, reason)
+        log.warning("bot %s (%s) failed to start: %s", self.label, self.endpoint.spec, reason)
         await self.shutdown()
         return self.startup_failure
 
@@ -230,20 +265,15 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None) -> MatchReport:
     with tempfile.TemporaryDirectory(prefix="casino-sock-") as socket_dir:
         slots = [BotSlot(i, ep, logs_dir, Path(socket_dir)) for i, ep in enumerate(spec.bots)]
         try:
-            handshake = bot_pb2.Handshake(
-                protocol_version=PROTOCOL_VERSION,
-                match_id=match_id,
-                options=options_to_pb(spec.options),
-                time_control=spec.time_control.to_pb(),
-                games=spec.games,
-            )
+            handshake = spec.game(match_id, 1).handshake(spec.games)
             await asyncio.gather(*(slot.ensure_ready(handshake, spec.time_control) for slot in slots))
             emit(referee_pb2.RunMatchResponse(match_started=referee_pb2.MatchStarted(
                 match_id=match_id, bot_names=[s.name for s in slots])))
             reports = []
             turn_ids = itertools.count(1)  # unique across the match, so a late answer never matches a later turn
             for number in range(1, spec.games + 1):
-                report = await _play_game(spec, match_id, number, slots, handshake, emit, turn_ids)
+                setup = spec.game(match_id, number)
+                report = await play_game(setup, [slots[b] for b in setup.seat_bots], handshake, emit, turn_ids)
                 reports.append(report)
                 if spec.records_dir:
                     path = spec.records_dir / f"{report.game_id}.json"
@@ -255,16 +285,21 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None) -> MatchReport:
             await asyncio.gather(*(slot.shutdown() for slot in slots), return_exceptions=True)
 
 
-async def _play_game(
-    spec: MatchSpec, match_id: str, number: int, slots: list[BotSlot], handshake: bot_pb2.Handshake, emit: Emit,
-    turn_ids: itertools.count,
+async def play_game(
+    spec: GameSetup, seats: Sequence[BotSlot], handshake: bot_pb2.Handshake, emit: Emit | None = None,
+    turn_ids: Iterator[int] | None = None,
 ) -> GameReport:
+    """Play one game between the bots of ``seats`` (one slot per seat; each is started or
+    restarted as needed, with ``handshake``). ``turn_ids`` must be unique per stream across
+    games (a late answer must never match a later turn)."""
+    emit = emit or _discard
+    turn_ids = turn_ids if turn_ids is not None else itertools.count(1)
     options = spec.options
     n = options.players
-    game_id = f"{match_id}-g{number}"
-    seat_bots = spec.seat_bots(number)
-    seats = [slots[b] for b in seat_bots]
-    seed = spec.game_seed(number)
+    if len(seats) != n:
+        raise ValueError(f"{n} players need {n} seats, got {len(seats)}")
+    game_id, number, seat_bots, seed = spec.game_id, spec.game_number, list(spec.seat_bots), spec.seed
+    match_id = spec.match_id
     state: GameState = new_game(options, seed=seed, decks=spec.decks)
     control = spec.time_control
     send_s = control.move_time_ms / 1000 + 1.0  # bound on one write to a bot that stopped reading
