@@ -13,7 +13,7 @@ from typing import NoReturn
 from .match_cli import UsageError, add_match_args, cmd_check, cmd_match
 from .perft import perft, perft_divide
 from .players import RandomPlayer
-from .render import deal_header, describe_result, describe_sheet, play_line
+from .render import deal_header, describe_result, describe_sheet, play_line, record_lines
 from .rules import (
     GameState,
     RuleOptions,
@@ -101,27 +101,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         _usage_error(f"cannot read record {args.file}: {exc.strerror}")
     except json.JSONDecodeError as exc:
         _usage_error(f"record {args.file} is not JSON: {exc}")
-    wrapper = record if isinstance(record, dict) and "engine" in record else None
-    if wrapper is not None:  # a referee game record: the engine's record plus timings and failures
-        record = wrapper["engine"]
-    final = replay_record(record)
-    teams = final.options.teams
-    if wrapper is not None:
-        seats = ", ".join(f"P{s['seat']} {s['name']}" for s in wrapper.get("seats", []))
-        print(f"game {wrapper.get('game_id')} [{seats}]")
-    for k, deal in enumerate(record["deals"]):
-        print(f"== deal {k + 1}, dealer P{deal['dealer']}")
-        for i, text in enumerate(deal["moves"]):
-            print(f"  {i + 1:2d}. {text}")
-        if k < len(final.sheets):
-            print("\n".join("  " + line for line in describe_sheet(final.sheets[k], teams)))
-    if final.result:
-        print(describe_result(final.result, teams))
-    elif wrapper is not None:
-        result = wrapper.get("result", {})
-        print(f"ended early: {result.get('reason')}; " + "; ".join(f.get("reason", "") for f in wrapper.get("failures", [])))
-    else:
-        print("unfinished game")
+    print("\n".join(record_lines(record)))
     print("record checked: every play legal, every sheet and the result match")
     return 0
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .rules import DealSheet, GameResult, GameState, cards_code
+from typing import Any
+
+from .rules import DealSheet, GameResult, GameState, cards_code, replay_record
 
 SHEET_COLUMNS = ("cards", "spades", "most_cards", "most_spades", "big_casino", "little_casino", "aces", "sweeps", "net_sweeps", "raw_points", "points")
 
@@ -64,3 +66,30 @@ def deal_header(state: GameState) -> str:
     """The line that opens a deal."""
     hands = " / ".join(f"P{s}: {cards_code(h)}" for s, h in enumerate(state.hands))
     return f"== deal {state.deal + 1}, dealer P{state.dealer}, table {cards_code(state.table_dealt)}; {hands}"
+
+
+def record_lines(record: dict[str, Any]) -> list[str]:
+    """A game record (the engine's, or the referee's wrapping it) re-checked against the engine
+    and rendered play by play; replay errors propagate (the record is not trusted)."""
+    wrapper = record if isinstance(record, dict) and "engine" in record else None
+    engine_record = wrapper["engine"] if wrapper is not None else record
+    final = replay_record(engine_record)
+    teams = final.options.teams
+    lines = []
+    if wrapper is not None:
+        seats = ", ".join(f"P{s['seat']} {s['name']}" for s in wrapper.get("seats", []))
+        lines.append(f"game {wrapper.get('game_id')} [{seats}]")
+    for k, deal in enumerate(engine_record["deals"]):
+        lines.append(f"== deal {k + 1}, dealer P{deal['dealer']}")
+        lines += [f"  {i + 1:2d}. {text}" for i, text in enumerate(deal["moves"])]
+        if k < len(final.sheets):
+            lines += ["  " + line for line in describe_sheet(final.sheets[k], teams)]
+    if final.result:
+        lines.append(describe_result(final.result, teams))
+    elif wrapper is not None:
+        result = wrapper.get("result", {})
+        lines.append(f"ended early: {result.get('reason')}; "
+                     + "; ".join(f.get("reason", "") for f in wrapper.get("failures", [])))
+    else:
+        lines.append("unfinished game")
+    return lines
