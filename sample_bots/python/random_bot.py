@@ -1,4 +1,6 @@
-"""Random bot: a uniformly random legal move, from a generator seeded by $CASINO_BOT_SEED (default 0).
+"""Random bot: a uniformly random legal move, from a generator seeded by $CASINO_BOT_SEED (default 0)
+and the game id at the start of every game, so a game's moves do not depend on which process of
+a pool plays it or on the games it played before (tournaments replay the same way).
 
 Run: ``CASINO_BOT_ADDRESS=unix:/tmp/random.sock python sample_bots/python/random_bot.py``
 """
@@ -19,7 +21,11 @@ class RandomBot(CasinoBot):
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__()
+        self.seed = seed
         self.rng = random.Random(seed)
+
+    def on_game_start(self, start):  # type: ignore[no-untyped-def]
+        self.rng = random.Random(f"{self.seed}:{start.game_id}:{start.seat}")
 
     def choose(self, turn):  # type: ignore[no-untyped-def]
         return self.rng.randrange(len(turn.legal_moves))

@@ -1,0 +1,424 @@
+"""The ``arena`` command: run tournaments and ladders, and look at what they stored.
+
+Every usage problem (bad file, unknown bot, unreachable database, bad argument) is one line on
+stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import io
+import json
+import logging
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from referee.errors import EndpointError
+from referee.render import record_lines
+
+from .config import ConfigError, TournamentConfig, load_config
+from .executor import InProcessExecutor
+from .runner import GameDone, TournamentRunner, open_tournament
+from .standings import Standings, compute_standings, head_to_head_table, standings_csv, standings_json, standings_table
+from .storage import Store, StorageError
+
+PROG = "arena"
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for: one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _load(path: str) -> TournamentConfig:
+    return load_config(path)
+
+
+def _open(config: TournamentConfig) -> tuple[Store, int]:
+    store = Store(config.database)
+    tid = store.tournament_id(config.name)
+    if tid is None:
+        raise UsageError(f"tournament {config.name!r} has not been run yet (no games in {store.url_for_people})")
+    return store, tid
+
+
+def current_standings(store: Store, tid: int) -> Standings:
+    names = [b.name for b in store.bots(tid)]
+    return compute_standings(names, store.outcomes(tid), store.ratings(tid))
+
+
+def logs_dir_for(config: TournamentConfig) -> Path:
+    """Bot logs of a tournament: next to its file, under ``<stem>-logs/``."""
+    return config.path.with_name(f"{config.path.stem}-logs")
+
+
+# --- run ------------------------------------------------------------------------------------
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:.1f} games/s"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+    )
+
+
+async def run_tournament(config: TournamentConfig, console: Console, concurrency: int | None = None,
+                         refresh_s: float = 1.0) -> int:
+    """``arena run``: schedule (first time) or resume, play every pending game, print standings."""
+    store = Store(config.database)
+    try:
+        tid = open_tournament(store, config)
+        counts = store.counts(tid)
+        total = sum(counts.values())
+        settled = counts["done"] + counts["failed"]
+        executor = InProcessExecutor(logs_dir_for(config))
+        progress = _progress()
+        bar = progress.add_task(config.name, total=total, completed=settled, rate=0.0)
+        started, played = time.monotonic(), 0
+        table_at = 0.0
+        live_table = standings_table(current_standings(store, tid), "standings")
+        failures: list[str] = []
+
+        def on_game(done: GameDone) -> None:
+            nonlocal played, table_at, live_table
+            played += 1
+            rate = played / max(time.monotonic() - started, 1e-9)
+            progress.update(bar, advance=1, rate=rate)
+            if not console.is_terminal and (played % max(1, total // 10) == 0 or settled + played == total):
+                console.print(f"{settled + played}/{total} games, {rate:.1f} games/s")
+            if done.report is None:
+                failures.append(f"game {done.task.number}: {done.error}")
+            now = time.monotonic()
+            if console.is_terminal and now - table_at >= refresh_s:  # standings cost a query: not every game
+                table_at = now
+                live_table = standings_table(current_standings(store, tid), "standings")
+                live.update(Group(progress, live_table))
+
+        runner = TournamentRunner(store, tid, config, executor, concurrency, on_game)
+        loop = asyncio.get_running_loop()
+        interrupts = 0
+
+        def interrupt() -> None:
+            nonlocal interrupts
+            interrupts += 1
+            if interrupts == 1:
+                console.print("[yellow]stopping: finishing the running games (interrupt again to abandon them; "
+                              "they will be replayed next time)")
+                runner.stopping.set()
+            else:
+                main_task.cancel()
+
+        main_task = asyncio.current_task()
+        assert main_task is not None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, interrupt)
+        console.print(f"tournament {config.name!r}: {len(config.bots)} bots, {total} games "
+                      f"({settled} already played), {runner.concurrency} at once; database {store.url_for_people}")
+        try:
+            if console.is_terminal:
+                with Live(Group(progress, live_table), console=console, refresh_per_second=4) as live:
+                    try:
+                        await runner.run()
+                    except asyncio.CancelledError:
+                        pass
+                    live.update(Group(progress))
+            else:  # a log or a pipe: a plain line every tenth of the games instead of a live display
+                try:
+                    await runner.run()
+                except asyncio.CancelledError:
+                    pass
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            await executor.close()
+        console.print()
+        standings = current_standings(store, tid)
+        counts = store.counts(tid)
+        console.print(standings_table(standings, f"{config.name}: standings after {counts['done']} games"))
+        console.print(head_to_head_table(standings))
+        for line in failures:
+            console.print(f"[red]referee failure[/red] {line}")
+        pending = counts["pending"] + counts["running"]
+        if pending:
+            console.print(f"stopped with {pending} games still to play: run the same command again to resume")
+            return 130 if interrupts else 1
+        console.print(f"database: {store.url_for_people}; bot logs: {logs_dir_for(config)}")
+        return 0
+    finally:
+        store.close()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
+    return asyncio.run(run_tournament(config, Console(), args.concurrency))
+
+
+# --- looking at results -----------------------------------------------------------------------
+
+
+def cmd_standings(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    store, tid = _open(config)
+    try:
+        standings = current_standings(store, tid)
+    finally:
+        store.close()
+    if args.format == "json":
+        sys.stdout.write(standings_json(standings) + "\n")
+    elif args.format == "csv":
+        sys.stdout.write(standings_csv(standings))
+    else:
+        console = Console()
+        console.print(standings_table(standings, f"{config.name}: standings"))
+        console.print(head_to_head_table(standings))
+    return 0
+
+
+def _result_text(result: dict | None, seat_names: list[str], players: int) -> str:  # type: ignore[type-arg]
+    if not result:
+        return ""
+    scores = "-".join(str(s) for s in result.get("scores", []))
+    ranks = result.get("ranks", [])
+    winners = sorted({seat_names[s] for s, r in enumerate(ranks) if r == 1}) if ranks else []
+    verdict = "draw" if result.get("winnerSide", -1) < 0 and len(winners) > 1 else f"won by {'+'.join(winners)}"
+    return f"{scores} {verdict} ({result.get('reason', '')})"
+
+
+def cmd_games(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    store, tid = _open(config)
+    try:
+        bots = store.bots(tid)
+        names = {b.position: b.name for b in bots}
+        position = None
+        if args.bot is not None:
+            match = [b for b in bots if b.name == args.bot]
+            if not match:
+                raise UsageError(f"no bot named {args.bot!r} in {config.name!r} (bots: {', '.join(names.values())})")
+            position = match[0].position
+        statuses = ["failed"] if args.failed else []
+        rows = store.games(tid, position, statuses)
+        if args.failed:  # games with a failure of a bot count too
+            rows = [g for g in store.games(tid, position) if g.status == "failed" or (g.result and g.result.get("failures"))]
+    finally:
+        store.close()
+    out = sys.stdout
+    for g in rows:
+        seats = [names[p] for p in g.seat_bots]
+        line = f"{g.number:5d}  set {g.set_number:<4d} {' v '.join(seats):40s} {g.status:8s}"
+        if g.result:
+            line += " " + _result_text(g.result, seats, config.players)
+        if g.error:
+            line += f" error: {g.error}"
+        out.write(line.rstrip() + "\n")
+        for f in (g.result or {}).get("failures", []):
+            seat = int(f.get("seat", 0))
+            kind = f.get("kind", "").removeprefix("FAILURE_KIND_").lower()
+            what = "forfeit" if f.get("forfeit") else "random move played"
+            where = f"deal {f.get('deal', 0)} play {f.get('playNumber', 0)}"
+            out.write(f"         {seats[seat]} (seat {seat}): {kind} at {where}: {f.get('reason', '')} -> {what}\n")
+    if not rows:
+        out.write("no games\n")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    store, tid = _open(config)
+    try:
+        row, record = store.game(tid, args.game)
+    except StorageError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        store.close()
+    if record is None:
+        sys.stdout.write(f"game {row.number} is {row.status}" + (f": {row.error}" if row.error else "") + "; no record yet\n")
+        return 0
+    sys.stdout.write("\n".join(record_lines(record)) + "\n")
+    timings = record.get("timings_us", [])
+    if timings:
+        per_seat: dict[int, list[int]] = {}
+        for seat, us in timings:
+            per_seat.setdefault(seat, []).append(us)
+        for seat, values in sorted(per_seat.items()):
+            values.sort()
+            sys.stdout.write(f"seat {seat}: {len(values)} moves, median {values[len(values) // 2] / 1000:.2f} ms, "
+                             f"max {values[-1] / 1000:.2f} ms\n")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    out = Path(args.dir)
+    try:
+        (out / "records").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {out}: {exc.strerror}") from None
+    store, tid = _open(config)
+    try:
+        names = {b.position: b.name for b in store.bots(tid)}
+        count = 0
+        for number, record in store.records(tid):
+            (out / "records" / f"game-{number:06d}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+            count += 1
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["number", "round", "set", "deck_seed", "status", "attempt", "seats", "scores", "ranks", "reason", "error"])
+        for g in store.games(tid):
+            r = g.result or {}
+            writer.writerow([g.number, g.round, g.set_number, g.deck_seed, g.status, g.attempt,
+                             " ".join(names[p] for p in g.seat_bots), " ".join(map(str, r.get("scores", []))),
+                             " ".join(map(str, r.get("ranks", []))), r.get("reason", ""), g.error or ""])
+        (out / "games.csv").write_text(buffer.getvalue(), encoding="utf-8")
+        standings = current_standings(store, tid)
+        (out / "standings.json").write_text(standings_json(standings) + "\n", encoding="utf-8")
+        (out / "standings.csv").write_text(standings_csv(standings), encoding="utf-8")
+        history = [{"game": n, "bot": b, "mu": mu, "sigma": sigma} for n, b, mu, sigma in store.rating_history(tid)]
+        (out / "rating_history.json").write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
+    finally:
+        store.close()
+    sys.stdout.write(f"exported {count} game records, games.csv, standings.json/.csv and rating_history.json to {out}\n")
+    return 0
+
+
+# --- the pool of a ladder -----------------------------------------------------------------------
+
+
+def cmd_bots(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    store = Store(config.database)
+    try:
+        tid = store.tournament_id(config.name) or open_tournament(store, config, schedule_games=False)
+        if args.action == "add":
+            from referee.endpoints import BotEndpoint
+
+            BotEndpoint.parse(args.spec)  # raises EndpointError on a bad spec
+            row = store.add_bot(tid, args.name, args.spec)
+            sys.stdout.write(f"added {row.name}: {row.spec}\n")
+        elif args.action == "remove":
+            store.remove_bot(tid, args.name)
+            sys.stdout.write(f"removed {args.name} (its games and ratings stay)\n")
+        else:
+            ratings = store.ratings(tid)
+            for b in store.bots(tid):
+                r = ratings.get(b.name)
+                state = "active" if b.active else "removed"
+                sys.stdout.write(f"{b.name:20s} {state:8s} mu {r.mu:6.2f} sigma {r.sigma:5.2f}  {b.spec}\n" if r else f"{b.name} {state}\n")
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .ladder import serve_ladder
+
+    config = _load(args.file)
+    if config.ladder is None:
+        raise UsageError(f"{config.path.name}: no [ladder] section: `arena serve` needs interval or cron")
+    return asyncio.run(serve_ladder(config, Console(), max_rounds=args.rounds))
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(games_per_pairing=args.games, move_time_ms=args.move_time, seed=args.seed, keep=args.keep)
+
+
+# --- wiring ------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Royal Casino tournaments: round robins, ladders and standings.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the referee does (to stderr)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("run", help="run (or resume) a tournament file")
+    p.add_argument("file", help="the tournament file (TOML, see docs/tournaments.md)")
+    p.add_argument("--concurrency", type=int, help="games at once (default: the file's, else the number of cores)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("standings", help="print the standings")
+    p.add_argument("file")
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    p.set_defaults(func=cmd_standings)
+
+    p = sub.add_parser("games", help="list games with results and failure reasons")
+    p.add_argument("file")
+    p.add_argument("--bot", help="only games of this bot")
+    p.add_argument("--failed", action="store_true", help="only games with a failure (a bot's or the referee's)")
+    p.set_defaults(func=cmd_games)
+
+    p = sub.add_parser("show", help="print one game's record, move by move")
+    p.add_argument("file")
+    p.add_argument("game", type=int, help="the game number (see `arena games`)")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("export", help="write every record and result to a folder")
+    p.add_argument("file")
+    p.add_argument("dir")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("serve", help="keep a ladder running: a new round on the file's interval or cron")
+    p.add_argument("file")
+    p.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: run until stopped)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("bots", help="change a ladder's pool between rounds: add, remove, list")
+    p.add_argument("action", choices=["add", "remove", "list"])
+    p.add_argument("name", nargs="?")
+    p.add_argument("spec", nargs="?", help="command line or address (add)")
+    p.add_argument("-f", "--file", default="tournament.toml", help="the ladder's tournament file (default ./tournament.toml)")
+    p.set_defaults(func=cmd_bots)
+
+    p = sub.add_parser("demo", help="a quick tournament of the sample bots in a temporary folder")
+    p.add_argument("--games", type=int, default=4, help="games per pairing (default 4)")
+    p.add_argument("--move-time", type=int, default=1000, help="ms per move (default 1000)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--keep", action="store_true", help="keep the temporary folder (database, logs)")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "bots":
+        if args.action in ("add", "remove") and not args.name:
+            parser.error(f"bots {args.action} needs a bot NAME")
+        if args.action == "add" and not args.spec:
+            parser.error("bots add needs NAME and CMD_OR_ADDR")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except (ConfigError, StorageError, UsageError, EndpointError) as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except BrokenPipeError:  # `arena games ... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""How the arena gets a game played: one small interface, so games can later run on queue
+workers on other machines instead of in this process.
+
+``InProcessExecutor`` plays through the referee library in this process. Each bot has a pool
+of processes (or connections, for an address), reused across games and restarted after a crash
+or timeout; a game takes one from each seat's pool and gives them back when it ends.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from referee.endpoints import BotEndpoint
+from referee.match import BotSlot, GameReport, GameSetup, play_game
+
+
+@dataclass(frozen=True, slots=True)
+class SeatBot:
+    """A bot as a game needs it: its name and how to reach it."""
+
+    name: str
+    endpoint: BotEndpoint
+
+
+class GameExecutor(Protocol):
+    """Plays one game and reports it; never raises for anything a bot does (that is a result)."""
+
+    async def play(self, setup: GameSetup, seats: Sequence[SeatBot]) -> GameReport: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass
+class _BotPool:
+    bot: SeatBot
+    logs_dir: Path
+    socket_dir: Path
+    idle: list[BotSlot] = field(default_factory=list)
+    made: int = 0
+
+    def acquire(self) -> BotSlot:
+        # a slot that failed to start comes back first and fails at once (no new start-up wait)
+        if self.idle:
+            return self.idle.pop()
+        self.made += 1
+        return BotSlot(self.made, self.bot.endpoint, self.logs_dir, self.socket_dir, label=f"{self.bot.name}-{self.made}")
+
+    def release(self, slot: BotSlot) -> None:
+        self.idle.append(slot)
+
+    async def close(self) -> None:
+        for slot in self.idle:
+            await slot.shutdown()
+        self.idle.clear()
+
+
+class InProcessExecutor:
+    """Runs games with the referee library in this process (see the module docstring)."""
+
+    def __init__(self, logs_dir: Path) -> None:
+        self.logs_dir = logs_dir
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        self._sockets = tempfile.TemporaryDirectory(prefix="arena-sock-")
+        self._pools: dict[SeatBot, _BotPool] = {}
+        self._turn_ids = itertools.count(1)  # unique across every stream of this process
+
+    def _pool(self, bot: SeatBot) -> _BotPool:
+        pool = self._pools.get(bot)
+        if pool is None:
+            pool = self._pools[bot] = _BotPool(bot, self.logs_dir, Path(self._sockets.name))
+        return pool
+
+    async def play(self, setup: GameSetup, seats: Sequence[SeatBot]) -> GameReport:
+        pools = [self._pool(bot) for bot in seats]
+        slots = [pool.acquire() for pool in pools]
+        try:
+            return await play_game(setup, slots, setup.handshake(), turn_ids=self._turn_ids)
+        except BaseException:
+            for slot in slots:  # interrupted mid-game: the stream may still owe an answer
+                slot.needs_restart = True
+            raise
+        finally:
+            for pool, slot in zip(pools, slots):
+                pool.release(slot)
+
+    async def close(self) -> None:
+        """Stop every bot process this executor started."""
+        for pool in self._pools.values():
+            await pool.close()
+        self._pools.clear()
+        self._sockets.cleanup()

@@ -1,0 +1,101 @@
+"""The arena's tables (SQLAlchemy 2 declarative models). The schema itself is owned by the
+Alembic migrations in ``arena/migrations``; a test checks the two agree."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class GameStatus(str, enum.Enum):
+    """A game's life: pending -> running -> done, or failed when the referee itself could not
+    play it (a bot's misbehaviour is a *done* game with a forfeit, not a failed one)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class Tournament(Base):
+    __tablename__ = "tournaments"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))  # the settings the games were scheduled with
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    rated_through: Mapped[int] = mapped_column(Integer, default=0)  # ratings include games 1..rated_through
+    rounds: Mapped[int] = mapped_column(Integer, default=0)  # rounds scheduled (1 for a round robin)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Bot(Base):
+    __tablename__ = "bots"
+    __table_args__ = (UniqueConstraint("tournament_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer)  # the bot's index in schedules, fixed once given
+    name: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[str] = mapped_column(Text)
+    cwd: Mapped[str | None] = mapped_column(Text, nullable=True)
+    env: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    active: Mapped[bool] = mapped_column(default=True)  # removed bots keep their games and ratings
+    added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Game(Base):
+    __tablename__ = "games"
+    __table_args__ = (UniqueConstraint("tournament_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)  # play and rating order
+    round: Mapped[int] = mapped_column(Integer, default=1)
+    set_number: Mapped[int] = mapped_column(Integer)  # duplicate set: same pairing, same deck
+    deck_seed: Mapped[int] = mapped_column(BigInteger)
+    seat_bots: Mapped[list[int]] = mapped_column(JSON)  # bot positions per seat
+    status: Mapped[str] = mapped_column(String(16), default=GameStatus.PENDING.value, index=True)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)  # how many times it was started
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # casino.v1.GameResult as JSON
+    record: Mapped[str | None] = mapped_column(Text, nullable=True)  # the referee's game record, JSON text
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)  # why a failed game failed
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Rating(Base):
+    """A bot's current TrueSkill rating: the result of every game up to ``Tournament.rated_through``."""
+
+    __tablename__ = "ratings"
+
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), primary_key=True)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    games: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class RatingHistory(Base):
+    """A bot's rating after each of its games."""
+
+    __tablename__ = "rating_history"
+    __table_args__ = (UniqueConstraint("tournament_id", "game_number", "bot_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), index=True)
+    game_number: Mapped[int] = mapped_column(Integer)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)

@@ -1,0 +1,149 @@
+"""Running a tournament: schedule it once in the database, then play its pending games through
+an executor, ``concurrency`` at a time, storing each result and rating the games in number order.
+
+Restarting after a crash is the same call: games left running are replayed from the start, and
+finished ones are never played or stored again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from referee.match import GameReport, GameSetup
+
+from .config import TournamentConfig
+from .executor import GameExecutor, SeatBot
+from .pairings import round_robin
+from .storage import BotRow, GameTask, Store, StorageError
+
+log = logging.getLogger("arena.runner")
+MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
+
+
+def config_settings(config: TournamentConfig) -> dict[str, Any]:
+    """What the database keeps of a tournament's settings (for people and for later rounds)."""
+    return {
+        "players": config.players,
+        "games_per_pairing": config.games_per_pairing,
+        "duplicate": config.duplicate,
+        "seed": config.seed,
+        "rules": config.rules.to_dict(),
+        "time_control": dataclasses.asdict(config.time_control),
+        "policy": config.policy.value,
+        "max_strikes": config.max_strikes,
+    }
+
+
+def _bot_tuples(config: TournamentConfig) -> list[tuple[str, str, str | None, dict[str, str]]]:
+    return [(b.name, b.spec, b.cwd, dict(b.env)) for b in config.bots]
+
+
+def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool = True) -> int:
+    """The tournament's id, creating and scheduling it on first use. A tournament of the same
+    name scheduled with other settings is an error: its games would not be comparable."""
+    tid = store.tournament_id(config.name)
+    if tid is None:
+        tid = store.create_tournament(config.name, config.settings_fingerprint(), config_settings(config),
+                                      _bot_tuples(config))
+        if schedule_games:
+            games = round_robin(len(config.bots), config.players, config.games_per_pairing, config.duplicate, config.seed)
+            store.add_games(tid, 1, games)
+        return tid
+    if store.tournament(tid).fingerprint != config.settings_fingerprint():
+        raise StorageError(
+            f"tournament {config.name!r} in {store.url_for_people} was scheduled with other settings "
+            "(bots, games, rules, time or seed changed); give it a new name or use another database"
+        )
+    store.update_bot_specs(tid, _bot_tuples(config))
+    return tid
+
+
+@dataclass(frozen=True, slots=True)
+class GameDone:
+    """What the runner reports after each game: the task, and the report (None if it failed)."""
+
+    task: GameTask
+    report: GameReport | None
+    error: str = ""
+
+
+class TournamentRunner:
+    """Plays a tournament's pending games; see the module docstring."""
+
+    def __init__(self, store: Store, tid: int, config: TournamentConfig, executor: GameExecutor,
+                 concurrency: int | None = None, on_game: Callable[[GameDone], None] | None = None) -> None:
+        self.store = store
+        self.tid = tid
+        self.config = config
+        self.executor = executor
+        self.concurrency = concurrency or config.concurrency
+        self.on_game = on_game or (lambda done: None)
+        self.stopping = asyncio.Event()  # set: start no new games, let running ones finish
+
+    def _seats(self, task: GameTask, bots: dict[int, BotRow]) -> list[SeatBot]:
+        from referee.endpoints import BotEndpoint
+
+        seats = []
+        for position in task.seat_bots:
+            row = bots[position]
+            seats.append(SeatBot(row.name, BotEndpoint.parse(row.spec, cwd=row.cwd, env=row.env)))
+        return seats
+
+    def _setup(self, task: GameTask) -> GameSetup:
+        c = self.config
+        return GameSetup(
+            game_id=f"{c.name}-g{task.number}", game_number=task.number, seat_bots=task.seat_bots,
+            seed=task.deck_seed, options=c.rules, time_control=c.time_control, policy=c.policy,
+            max_strikes=c.max_strikes, match_id=c.name,
+        )
+
+    async def _play(self, task: GameTask, bots: dict[int, BotRow]) -> None:
+        try:
+            report = await self.executor.play(self._setup(task), self._seats(task, bots))
+        except asyncio.CancelledError:
+            self.store.fail(task, "interrupted; to be replayed", retry=True)
+            raise
+        except Exception as exc:  # the referee's own failure, not a bot's: retry, then give up
+            error = f"{type(exc).__name__}: {exc}"
+            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt)
+            self.store.fail(task, error, retry=task.attempt < MAX_ATTEMPTS)
+            self.store.apply_ratings(self.tid)
+            self.on_game(GameDone(task, None, error))
+            return
+        if not self.store.finish(task, report.result, report.record):
+            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt)
+            return
+        self.store.apply_ratings(self.tid)
+        self.on_game(GameDone(task, report))
+
+    async def run(self) -> None:
+        """Play until no game is pending (or ``stopping`` is set and the running ones are done)."""
+        requeued = self.store.requeue_running(self.tid)
+        if requeued:
+            log.info("%d game(s) left running by an earlier process will be replayed", requeued)
+        self.store.apply_ratings(self.tid)
+        bots = {b.position: b for b in self.store.bots(self.tid)}
+        running: set[asyncio.Task[None]] = set()
+        stop_wait = asyncio.ensure_future(self.stopping.wait())
+        try:
+            while True:
+                if not self.stopping.is_set() and len(running) < self.concurrency:
+                    for task in self.store.claim(self.tid, self.concurrency - len(running)):
+                        running.add(asyncio.create_task(self._play(task, bots), name=f"game-{task.number}"))
+                if not running:
+                    return
+                done, _ = await asyncio.wait(running | {stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                for finished in done - {stop_wait}:
+                    running.discard(finished)  # type: ignore[arg-type]
+                    finished.result()  # an unexpected error in our own bookkeeping stops the run
+        finally:
+            stop_wait.cancel()
+            for t in running:
+                t.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)

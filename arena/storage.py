@@ -1,0 +1,386 @@
+"""The arena's database: tournaments, bots, games, ratings and rating history.
+
+Every write that matters is one transaction: scheduling a tournament, starting a game (pending ->
+running, attempt + 1), finishing it (result and record, only if that very attempt is still the
+running one) and applying ratings (the next games in number order, all or none). So a process
+killed at any moment leaves either a finished game or one to replay, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from google.protobuf import json_format
+from sqlalchemy import Engine, create_engine, event, func, select, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from casino.v1 import game_pb2
+
+from .models import Bot, Game, GameStatus, Rating, RatingHistory, Tournament, utcnow
+from .ratings import Rating as TrueSkillRating
+from .ratings import RatingBook, make_env
+from .results import GameOutcome
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+class StorageError(Exception):
+    """The database cannot be used (unreachable, bad URL, a schedule that does not match)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotRow:
+    id: int
+    position: int
+    name: str
+    spec: str
+    cwd: str | None
+    env: dict[str, str]
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GameTask:
+    """A game handed out to be played: its row id and the attempt that owns it."""
+
+    id: int
+    number: int
+    attempt: int
+    round: int
+    set_number: int
+    deck_seed: int
+    seat_bots: tuple[int, ...]  # bot positions per seat
+
+
+@dataclass(frozen=True, slots=True)
+class GameRow:
+    id: int
+    number: int
+    round: int
+    set_number: int
+    deck_seed: int
+    seat_bots: tuple[int, ...]
+    status: str
+    attempt: int
+    result: dict[str, Any] | None
+    error: str | None
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL: readers (arena standings) never block the writer; synchronous=NORMAL is still safe
+    # against a killed process (only a power cut can lose the last commits)
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def describe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+class Store:
+    """One database (SQLite file or PostgreSQL) holding any number of tournaments."""
+
+    def __init__(self, url: str) -> None:
+        try:
+            parsed = make_url(url)
+        except ArgumentError as exc:
+            raise StorageError(f"bad database URL {url!r}: {exc}") from None
+        self.url = url
+        kwargs: dict[str, Any] = {}
+        if parsed.get_backend_name() == "sqlite":
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"timeout": 30}
+        else:
+            kwargs["pool_pre_ping"] = True
+        try:
+            self.engine: Engine = create_engine(url, **kwargs)
+        except (ArgumentError, ImportError) as exc:
+            raise StorageError(f"cannot use database {describe_url(url)}: {exc}") from None
+        if parsed.get_backend_name() == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.upgrade()
+
+    def upgrade(self) -> None:
+        """Bring the schema to the newest migration (a no-op when it is there)."""
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        try:
+            with self.engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        except SQLAlchemyError as exc:
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+
+    @property
+    def url_for_people(self) -> str:
+        return describe_url(self.url)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def session(self) -> Session:
+        return self._sessions()
+
+    # --- tournaments and bots -------------------------------------------------------------
+
+    def tournament_id(self, name: str) -> int | None:
+        with self.session() as s:
+            return s.scalar(select(Tournament.id).where(Tournament.name == name))
+
+    def tournament(self, tid: int) -> Tournament:
+        with self.session() as s:
+            t = s.get(Tournament, tid)
+            if t is None:
+                raise StorageError(f"no tournament with id {tid}")
+            return t
+
+    def tournaments(self) -> list[Tournament]:
+        with self.session() as s:
+            return list(s.scalars(select(Tournament).order_by(Tournament.id)))
+
+    def create_tournament(self, name: str, fingerprint: str, settings: dict[str, Any],
+                          bots: Sequence[tuple[str, str, str | None, dict[str, str]]]) -> int:
+        """A new tournament with its bots (name, spec, cwd, env) at positions 0.. in order."""
+        env = make_env()
+        with self.session() as s, s.begin():
+            t = Tournament(name=name, fingerprint=fingerprint, settings=settings, rated_through=0, rounds=0)
+            s.add(t)
+            s.flush()
+            for position, (bot_name, spec, cwd, bot_env) in enumerate(bots):
+                bot = Bot(tournament_id=t.id, position=position, name=bot_name, spec=spec, cwd=cwd, env=dict(bot_env), active=True)
+                s.add(bot)
+                s.flush()
+                s.add(Rating(bot_id=bot.id, mu=env.mu, sigma=env.sigma, games=0))
+            return t.id
+
+    def bots(self, tid: int, active_only: bool = False) -> list[BotRow]:
+        with self.session() as s:
+            q = select(Bot).where(Bot.tournament_id == tid).order_by(Bot.position)
+            if active_only:
+                q = q.where(Bot.active.is_(True))
+            return [BotRow(b.id, b.position, b.name, b.spec, b.cwd, dict(b.env or {}), b.active) for b in s.scalars(q)]
+
+    def update_bot_specs(self, tid: int, bots: Iterable[tuple[str, str, str | None, dict[str, str]]]) -> None:
+        """Refresh how bots are started (a bot's command may move between runs)."""
+        with self.session() as s, s.begin():
+            rows = {b.name: b for b in s.scalars(select(Bot).where(Bot.tournament_id == tid))}
+            for name, spec, cwd, env in bots:
+                if name in rows:
+                    rows[name].spec, rows[name].cwd, rows[name].env = spec, cwd, dict(env)
+
+    def add_bot(self, tid: int, name: str, spec: str, cwd: str | None = None, env: dict[str, str] | None = None) -> BotRow:
+        """Add a bot (or re-activate a removed one of that name, with the new spec)."""
+        with self.session() as s, s.begin():
+            existing = s.scalar(select(Bot).where(Bot.tournament_id == tid, Bot.name == name))
+            if existing is not None:
+                if existing.active:
+                    raise StorageError(f"a bot named {name!r} is already in the pool")
+                existing.active, existing.spec, existing.cwd, existing.env = True, spec, cwd, dict(env or {})
+                bot = existing
+            else:
+                position = (s.scalar(select(func.max(Bot.position)).where(Bot.tournament_id == tid)) or -1) + 1
+                bot = Bot(tournament_id=tid, position=position, name=name, spec=spec, cwd=cwd, env=dict(env or {}), active=True)
+                s.add(bot)
+                s.flush()
+                ts = make_env()
+                s.add(Rating(bot_id=bot.id, mu=ts.mu, sigma=ts.sigma, games=0))
+            return BotRow(bot.id, bot.position, bot.name, bot.spec, bot.cwd, dict(bot.env or {}), bot.active)
+
+    def remove_bot(self, tid: int, name: str) -> None:
+        """Take a bot out of the pool; its games and ratings stay."""
+        with self.session() as s, s.begin():
+            bot = s.scalar(select(Bot).where(Bot.tournament_id == tid, Bot.name == name, Bot.active.is_(True)))
+            if bot is None:
+                raise StorageError(f"no bot named {name!r} in the pool")
+            bot.active = False
+
+    # --- games --------------------------------------------------------------------------------
+
+    def add_games(self, tid: int, round_number: int, games: Iterable[Any]) -> int:
+        """Schedule games (objects with number, set_number, deck_seed, seat_bots) as one round."""
+        with self.session() as s, s.begin():
+            count = 0
+            for g in games:
+                s.add(Game(tournament_id=tid, number=g.number, round=round_number, set_number=g.set_number,
+                           deck_seed=g.deck_seed, seat_bots=list(g.seat_bots), status=GameStatus.PENDING.value, attempt=0))
+                count += 1
+            t = s.get(Tournament, tid)
+            assert t is not None
+            t.rounds = max(t.rounds, round_number)
+            return count
+
+    def last_game_number(self, tid: int) -> int:
+        with self.session() as s:
+            return s.scalar(select(func.max(Game.number)).where(Game.tournament_id == tid)) or 0
+
+    def last_set_number(self, tid: int) -> int:
+        with self.session() as s:
+            return s.scalar(select(func.max(Game.set_number)).where(Game.tournament_id == tid)) or 0
+
+    def requeue_running(self, tid: int) -> int:
+        """Games left running by a process that died go back to pending, to be replayed from the start."""
+        with self.session() as s, s.begin():
+            result = s.execute(update(Game).where(Game.tournament_id == tid, Game.status == GameStatus.RUNNING.value)
+                               .values(status=GameStatus.PENDING.value))
+            return result.rowcount or 0
+
+    def claim(self, tid: int, limit: int) -> list[GameTask]:
+        """Start up to ``limit`` pending games, lowest numbers first."""
+        with self.session() as s, s.begin():
+            q = (select(Game).where(Game.tournament_id == tid, Game.status == GameStatus.PENDING.value)
+                 .order_by(Game.number).limit(limit))
+            if self.engine.dialect.name == "postgresql":
+                q = q.with_for_update(skip_locked=True)
+            tasks = []
+            for g in s.scalars(q):
+                g.status, g.attempt, g.started_at = GameStatus.RUNNING.value, g.attempt + 1, utcnow()
+                tasks.append(GameTask(g.id, g.number, g.attempt, g.round, g.set_number, g.deck_seed, tuple(g.seat_bots)))
+            return tasks
+
+    def finish(self, task: GameTask, result: game_pb2.GameResult, record: dict[str, Any]) -> bool:
+        """Store a played game: result and record in one transaction, only if ``task`` still owns
+        the game (so a game is stored exactly once). False when it did not."""
+        payload = json_format.MessageToDict(result, always_print_fields_with_no_presence=True)
+        with self.session() as s, s.begin():
+            done = s.execute(
+                update(Game)
+                .where(Game.id == task.id, Game.status == GameStatus.RUNNING.value, Game.attempt == task.attempt)
+                .values(status=GameStatus.DONE.value, result=payload, record=json.dumps(record), error=None,
+                        finished_at=utcnow())
+            )
+            return bool(done.rowcount)
+
+    def fail(self, task: GameTask, error: str, retry: bool) -> None:
+        """The referee could not play the game: back to pending to retry, or failed for good."""
+        status = GameStatus.PENDING if retry else GameStatus.FAILED
+        with self.session() as s, s.begin():
+            s.execute(update(Game).where(Game.id == task.id, Game.status == GameStatus.RUNNING.value,
+                                         Game.attempt == task.attempt)
+                      .values(status=status.value, error=error, finished_at=None if retry else utcnow()))
+
+    def counts(self, tid: int) -> dict[str, int]:
+        """Games per status (every status present, 0 included)."""
+        with self.session() as s:
+            rows = s.execute(select(Game.status, func.count()).where(Game.tournament_id == tid).group_by(Game.status))
+            counts = {st.value: 0 for st in GameStatus}
+            counts.update({status: n for status, n in rows})
+            return counts
+
+    def games(self, tid: int, bot_position: int | None = None, statuses: Sequence[str] = ()) -> list[GameRow]:
+        with self.session() as s:
+            q = select(Game).where(Game.tournament_id == tid).order_by(Game.number)
+            if statuses:
+                q = q.where(Game.status.in_(statuses))
+            rows = [_game_row(g) for g in s.scalars(q)]
+        if bot_position is not None:
+            rows = [g for g in rows if bot_position in g.seat_bots]
+        return rows
+
+    def game(self, tid: int, number: int) -> tuple[GameRow, dict[str, Any] | None]:
+        with self.session() as s:
+            g = s.scalar(select(Game).where(Game.tournament_id == tid, Game.number == number))
+            if g is None:
+                raise StorageError(f"no game {number} in this tournament")
+            return _game_row(g), (json.loads(g.record) if g.record else None)
+
+    def records(self, tid: int) -> Iterable[tuple[int, dict[str, Any]]]:
+        """Every stored record, by game number."""
+        with self.session() as s:
+            for number, record in s.execute(select(Game.number, Game.record).where(
+                    Game.tournament_id == tid, Game.record.is_not(None)).order_by(Game.number)):
+                yield number, json.loads(record)
+
+    # --- ratings ------------------------------------------------------------------------------
+
+    def outcomes(self, tid: int) -> list[GameOutcome]:
+        """Every finished game, by number, as ratings and standings see it."""
+        names = {b.position: b.name for b in self.bots(tid)}
+        players = int(self.tournament(tid).settings.get("players", 2))
+        return [_outcome(g, names, players) for g in self.games(tid, statuses=[GameStatus.DONE.value])]
+
+    def apply_ratings(self, tid: int) -> int:
+        """Rate the games after ``rated_through`` that are settled, in number order, stopping at
+        the first one still pending or running; one transaction. Returns how many were rated."""
+        with self.session() as s, s.begin():
+            q = select(Tournament).where(Tournament.id == tid)
+            if self.engine.dialect.name == "postgresql":
+                q = q.with_for_update()
+            t = s.scalar(q)
+            assert t is not None
+            bots = list(s.scalars(select(Bot).where(Bot.tournament_id == tid)))
+            names = {b.position: b.name for b in bots}
+            by_name = {b.name: b for b in bots}
+            ratings = {r.bot_id: r for r in s.scalars(select(Rating).where(Rating.bot_id.in_([b.id for b in bots])))}
+            book = RatingBook(make_env(), {b.name: TrueSkillRating(ratings[b.id].mu, ratings[b.id].sigma) for b in bots})
+            players = int(t.settings.get("players", 2))
+            games = s.scalars(select(Game).where(Game.tournament_id == tid, Game.number > t.rated_through)
+                              .order_by(Game.number))
+            applied = 0
+            for g in games:
+                if g.number != t.rated_through + 1 or g.status not in (GameStatus.DONE.value, GameStatus.FAILED.value):
+                    break
+                if g.status == GameStatus.DONE.value:
+                    new = book.update(_outcome(_game_row(g), names, players))
+                    for name, rating in new.items():
+                        bot = by_name[name]
+                        row = ratings[bot.id]
+                        row.mu, row.sigma, row.games = rating.mu, rating.sigma, row.games + 1
+                        s.add(RatingHistory(tournament_id=tid, game_number=g.number, bot_id=bot.id,
+                                            mu=rating.mu, sigma=rating.sigma))
+                t.rated_through = g.number
+                applied += 1
+            return applied
+
+    def ratings(self, tid: int) -> dict[str, TrueSkillRating]:
+        with self.session() as s:
+            rows = s.execute(select(Bot.name, Rating.mu, Rating.sigma).join(Rating, Rating.bot_id == Bot.id)
+                             .where(Bot.tournament_id == tid))
+            return {name: TrueSkillRating(mu, sigma) for name, mu, sigma in rows}
+
+    def rating_history(self, tid: int) -> list[tuple[int, str, float, float]]:
+        """(game number, bot, mu, sigma) after each rated game, in order."""
+        with self.session() as s:
+            rows = s.execute(select(RatingHistory.game_number, Bot.name, RatingHistory.mu, RatingHistory.sigma)
+                             .join(Bot, Bot.id == RatingHistory.bot_id)
+                             .where(RatingHistory.tournament_id == tid)
+                             .order_by(RatingHistory.game_number, Bot.position))
+            return [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+def _game_row(g: Game) -> GameRow:
+    return GameRow(g.id, g.number, g.round, g.set_number, g.deck_seed, tuple(g.seat_bots), g.status, g.attempt,
+                   g.result, g.error)
+
+
+def sides_of(players: int) -> tuple[int, ...]:
+    """The side each seat scores for in the arena's games (4 players: partnerships)."""
+    return tuple(seat % 2 for seat in range(4)) if players == 4 else tuple(range(players))
+
+
+def _outcome(g: GameRow, names: dict[int, str], players: int) -> GameOutcome:
+    assert g.result is not None
+    result = json_format.ParseDict(g.result, game_pb2.GameResult())
+    return GameOutcome.from_result(g.number, tuple(names[p] for p in g.seat_bots), sides_of(players), result)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
