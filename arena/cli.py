@@ -56,6 +56,11 @@ def _open(config: TournamentConfig) -> tuple[Store, int]:
     return store, tid
 
 
+def make_console() -> Console:
+    """stdout as rich sees it; a pipe or file gets 120 columns so standings are not cut."""
+    return Console() if sys.stdout.isatty() else Console(width=120)
+
+
 def current_standings(store: Store, tid: int) -> Standings:
     names = [b.name for b in store.bots(tid)]
     return compute_standings(names, store.outcomes(tid), store.ratings(tid))
@@ -77,7 +82,7 @@ def _progress() -> Progress:
 
 
 async def run_tournament(config: TournamentConfig, console: Console, concurrency: int | None = None,
-                         refresh_s: float = 1.0) -> int:
+                         refresh_s: float = 1.0, show_paths: bool = True) -> int:
     """``arena run``: schedule (first time) or resume, play every pending game, print standings."""
     store = Store(config.database)
     try:
@@ -156,7 +161,8 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         if pending:
             console.print(f"stopped with {pending} games still to play: run the same command again to resume")
             return 130 if interrupts else 1
-        console.print(f"database: {store.url_for_people}; bot logs: {logs_dir_for(config)}")
+        if show_paths:
+            console.print(f"database: {store.url_for_people}; bot logs: {logs_dir_for(config)}")
         return 0
     finally:
         store.close()
@@ -166,7 +172,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _load(args.file)
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
-    return asyncio.run(run_tournament(config, Console(), args.concurrency))
+    return asyncio.run(run_tournament(config, make_console(), args.concurrency))
 
 
 # --- looking at results -----------------------------------------------------------------------
@@ -184,7 +190,7 @@ def cmd_standings(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         sys.stdout.write(standings_csv(standings))
     else:
-        console = Console()
+        console = make_console()
         console.print(standings_table(standings, f"{config.name}: standings"))
         console.print(head_to_head_table(standings))
     return 0
@@ -331,12 +337,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = _load(args.file)
     if config.ladder is None:
         raise UsageError(f"{config.path.name}: no [ladder] section: `arena serve` needs interval or cron")
-    return asyncio.run(serve_ladder(config, Console(), max_rounds=args.rounds))
+    return asyncio.run(serve_ladder(config, make_console(), max_rounds=args.rounds))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
+    if args.games < 2 or args.games % 2:
+        raise UsageError(f"--games must be a positive multiple of 2 (duplicate deals), not {args.games}")
+    if args.move_time < 1:
+        raise UsageError(f"--move-time must be at least 1 ms, not {args.move_time}")
     return run_demo(games_per_pairing=args.games, move_time_ms=args.move_time, seed=args.seed, keep=args.keep)
 
 
@@ -387,8 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bots)
 
     p = sub.add_parser("demo", help="a quick tournament of the sample bots in a temporary folder")
-    p.add_argument("--games", type=int, default=4, help="games per pairing (default 4)")
-    p.add_argument("--move-time", type=int, default=1000, help="ms per move (default 1000)")
+    p.add_argument("--games", type=int, default=4, help="games per pairing, a multiple of 2 (default 4)")
+    p.add_argument("--move-time", type=int, default=200, help="ms per move (default 200)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--keep", action="store_true", help="keep the temporary folder (database, logs)")
     p.set_defaults(func=cmd_demo)

@@ -20,3 +20,21 @@ def run_referee(*args: str, timeout: float = 120) -> subprocess.CompletedProcess
         timeout=timeout,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
+
+
+def run_arena(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the ``arena`` command as a real process (from the repository root by default)."""
+    return subprocess.run(
+        [sys.executable, "-m", "arena.cli", *args],
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The body rows of the rich tables in ``text``, as lists of cell texts."""
+    return [[cell.strip() for cell in line.strip().strip("│").split("│")] for line in text.splitlines()
+            if line.startswith("│")]
