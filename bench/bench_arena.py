@@ -1,0 +1,138 @@
+"""Arena benchmark: a 6-bot, 2-player round robin of the sample random and greedy bots.
+
+Usage: python bench/bench_arena.py [--games-per-pairing 40] [--concurrency K] [--runs R] [--database URL]
+
+Runs the tournament exactly as ``arena run`` does (run_tournament, non-terminal output) in this
+process and reports games/s (from the first game started to the last stored, bot start-up
+included), peak memory of the arena process and of the largest bot, and where the CPU went:
+the arena's own bookkeeping (storage, ratings, standings: timed by wrapping those calls), the
+referee (the rest of this process) and the bots (their processes' CPU, collected when they exit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import io
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rich.console import Console  # noqa: E402
+
+from arena import cli, standings, storage  # noqa: E402
+from arena.config import load_config  # noqa: E402
+
+BOOKKEEPING = {"cpu": 0.0}
+
+
+def _timed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            BOOKKEEPING["cpu"] += time.thread_time() - start
+    return wrapper
+
+
+def _instrument() -> None:
+    """Count the CPU of every storage call and of standings: the arena's bookkeeping."""
+    for name in ("claim", "finish", "fail", "apply_ratings", "counts", "outcomes", "ratings", "bots",
+                 "requeue_running", "add_games", "create_tournament", "tournament_id", "tournament",
+                 "update_bot_specs", "upgrade"):
+        setattr(storage.Store, name, _timed(getattr(storage.Store, name)))
+    cli.compute_standings = _timed(standings.compute_standings)  # type: ignore[attr-defined]
+    cli.standings_table = _timed(standings.standings_table)  # type: ignore[attr-defined]
+
+
+def tournament_file(folder: Path, games_per_pairing: int, concurrency: int, database: str | None) -> Path:
+    py = sys.executable
+    bots = [(f"random{i}", f"{py} {ROOT / 'sample_bots/python/random_bot.py'}", {"CASINO_BOT_SEED": str(i)}) for i in range(3)]
+    bots += [(f"greedy{i}", f"{py} {ROOT / 'sample_bots/python/greedy_bot.py'}", {}) for i in range(3)]
+    lines = ['name = "bench"', "players = 2", f"games_per_pairing = {games_per_pairing}", f"concurrency = {concurrency}",
+             "seed = 11"]
+    if database:
+        lines.append(f"database = {json.dumps(database)}")
+    lines += ["[time]", "move_ms = 2000"]
+    for name, command, env in bots:
+        lines += ["[[bots]]", f'name = "{name}"', f"command = {json.dumps(command)}"]
+        if env:
+            lines.append("env = { " + ", ".join(f'{k} = "{v}"' for k, v in env.items()) + " }")
+    path = folder / "bench.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def one_run(games_per_pairing: int, concurrency: int, database: str | None) -> dict[str, float]:
+    BOOKKEEPING["cpu"] = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        config = load_config(tournament_file(Path(tmp), games_per_pairing, concurrency, database))
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_before, wall_before = time.process_time(), time.perf_counter()
+        status = asyncio.run(cli.run_tournament(config, Console(file=io.StringIO(), width=120)))
+        wall = time.perf_counter() - wall_before
+        cpu = time.process_time() - cpu_before
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if status != 0:
+            raise SystemExit(f"tournament exited {status}")
+        store = storage.Store(config.database)
+        tid = store.tournament_id("bench")
+        assert tid is not None
+        games = store.counts(tid)["done"]
+        if database:  # leave a shared database clean for the next run
+            with store.engine.begin() as conn:
+                from sqlalchemy import text
+                conn.execute(text("DELETE FROM tournaments WHERE name = 'bench'"))
+        store.close()
+    bots_cpu = (children.ru_utime + children.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
+    total = cpu + bots_cpu
+    return {
+        "games": games, "wall_s": wall, "games_per_s": games / wall,
+        "arena_cpu_s": BOOKKEEPING["cpu"], "referee_cpu_s": cpu - BOOKKEEPING["cpu"], "bots_cpu_s": bots_cpu,
+        "arena_share": BOOKKEEPING["cpu"] / total, "referee_share": (cpu - BOOKKEEPING["cpu"]) / total,
+        "bots_share": bots_cpu / total,
+        "arena_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "bot_peak_mib": children.ru_maxrss / 1024,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games-per-pairing", type=int, default=40, help="even; 15 pairings x 40 = 600 games")
+    parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--database", help="SQLAlchemy URL (default: a SQLite file in a temporary folder)")
+    args = parser.parse_args()
+    _instrument()
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; 6 bots (3 random, 3 greedy), "
+          f"{15 * args.games_per_pairing} games, concurrency {args.concurrency}, database {args.database or 'SQLite file'}")
+    results = []
+    for k in range(args.runs):
+        r = one_run(args.games_per_pairing, args.concurrency, args.database)
+        results.append(r)
+        print(f"run {k + 1}: {r['games']} games in {r['wall_s']:.1f} s = {r['games_per_s']:.1f} games/s; CPU: arena "
+              f"{r['arena_cpu_s']:.1f} s ({r['arena_share']:.1%}), referee {r['referee_cpu_s']:.1f} s ({r['referee_share']:.1%}), "
+              f"bots {r['bots_cpu_s']:.1f} s ({r['bots_share']:.1%}); peak RSS arena {r['arena_peak_mib']:.0f} MiB, "
+              f"largest bot {r['bot_peak_mib']:.0f} MiB")
+    med = {key: statistics.median(r[key] for r in results) for key in results[0]}
+    rates = ", ".join(f"{r['games_per_s']:.1f}" for r in results)
+    print(f"median of {args.runs}: {med['games_per_s']:.1f} games/s (runs: {rates}); "
+          f"arena bookkeeping {med['arena_share']:.1%} of all CPU, referee {med['referee_share']:.1%}, bots {med['bots_share']:.1%}; "
+          f"peak RSS arena {med['arena_peak_mib']:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
