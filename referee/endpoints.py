@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import errno
 import os
 import re
 import shlex
 import shutil
 import signal
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +35,11 @@ CHANNEL_OPTIONS = [
 ]
 _HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(\d{1,5})$")
 _LIVE_GROUPS: set[int] = set()
+# On Linux a started bot is also told to die with the process that started it (prctl
+# PR_SET_PDEATHSIG through util-linux's setpriv, which then execs the bot in place), so even a
+# referee killed with SIGKILL leaves no bot behind. Where setpriv is missing, the atexit and
+# signal paths still stop every bot on any exit short of SIGKILL.
+_DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL", "--") if sys.platform == "linux" and shutil.which("setpriv") else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +113,15 @@ class BotProcess:
         with open(self.log_path, "ab") as log:
             log.write(f"--- starting {shlex.join(self.endpoint.command)} on {self.address}\n".encode())
             log.flush()
+            command = self.endpoint.command
+            if _DIE_WITH_PARENT:
+                program = (shutil.which(command[0], path=env.get("PATH")) if os.sep not in command[0]
+                           else os.path.join(self.endpoint.cwd or "", command[0]))
+                if program is None or not os.access(program, os.X_OK):
+                    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command[0])
+                command = (*_DIE_WITH_PARENT, *command)
             self.process = await asyncio.create_subprocess_exec(
-                *self.endpoint.command,
+                *command,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=asyncio.subprocess.STDOUT,

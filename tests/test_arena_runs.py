@@ -1,0 +1,450 @@
+"""Whole tournaments with real bot processes, real gRPC and real databases: results do not depend
+on concurrency, on a kill -9 and resume, or on SQLite versus PostgreSQL; bad bots cost only their
+own games; the storage guarantees (exactly once, no stale overwrite, ratings in number order)
+hold on both databases; and the Alembic migration matches the models."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import shutil
+import random
+import re
+import secrets
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from rich.console import Console
+from sqlalchemy import Column, Integer, MetaData, Table, inspect
+
+from arena.cli import current_standings, run_tournament
+from arena.config import load_config
+from arena.models import Base
+from arena.pairings import round_robin
+from arena.ratings import RatingBook, make_env
+from arena.results import GameOutcome
+from arena.standings import standings_json
+from arena.storage import GameTask, Store
+from casino.v1 import game_pb2
+from tests.arena_support import (
+    ROOT, arena_argv, arena_env, game_results, kill_marked_processes, new_marker, run_arena, sample_bot_command,
+    wait_no_marked_processes, write_tournament,
+)
+from tests.conftest import python_bot_command
+
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
+NAME = "runs"  # the same name everywhere: it is part of every game id, which seeds the random bots
+# Generous move and startup limits: eight games at once on two cores must not time out, or
+# results would depend on the machine's load.
+TIME = {"move_ms": 1000, "startup_ms": 20000}
+BOTS = [
+    {"name": "random-a", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "11"}},
+    {"name": "random-b", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "22"}},
+    {"name": "greedy", "command": sample_bot_command("greedy_bot.py")},
+    {"name": "random-c", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "33"}},
+]
+SETTINGS = {"name": NAME, "players": 2, "games_per_pairing": 2, "duplicate": True, "seed": 20240611}
+SCHEDULE = round_robin(len(BOTS), 2, 2, True, SETTINGS["seed"])
+PLAY_TIMEOUT_S = 180
+
+
+DIES_WITH_PARENT = sys.platform == "linux" and shutil.which("setpriv") is not None
+
+
+def tournament_file(folder: Path, marker: str, concurrency: int, database: str | None = None) -> Path:
+    """The tournament every comparison here uses, with its own database in ``folder`` unless given."""
+    folder.mkdir(parents=True, exist_ok=True)
+    db = database or f"sqlite:///{folder / 'arena.db'}"
+    return write_tournament(folder / "runs.toml", {**SETTINGS, "concurrency": concurrency, "database": db},
+                            BOTS, TIME, marker)
+
+
+def play(path: Path, concurrency: int | None = None) -> int:
+    """`arena run` in this process (its output discarded); the exit status."""
+    config = load_config(path)
+    return asyncio.run(asyncio.wait_for(run_tournament(config, Console(file=io.StringIO()), concurrency),
+                                        PLAY_TIMEOUT_S))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a finished tournament stored, for comparisons."""
+
+    standings: str  # standings_json
+    numbers: list[int]  # every stored game's number, in order (repeats would show)
+    games: dict[int, tuple[tuple[int, ...], int, str, dict[str, Any] | None]]
+    history_rows: int
+
+
+def outcome_of(url: str) -> Outcome:
+    store = Store(url)
+    try:
+        tid = store.tournament_id(NAME)
+        assert tid is not None
+        return Outcome(standings_json(current_standings(store, tid)), [g.number for g in store.games(tid)],
+                       game_results(store, tid), len(store.rating_history(tid)))
+    finally:
+        store.close()
+
+
+def assert_complete(outcome: Outcome) -> None:
+    """Every scheduled game stored once, done, with the scheduled seats and deck, and rated."""
+    assert outcome.numbers == [g.number for g in SCHEDULE]
+    for g in SCHEDULE:
+        seats, deck, status, result = outcome.games[g.number]
+        assert (seats, deck, status) == (g.seat_bots, g.deck_seed, "done"), f"game {g.number}"
+        assert result is not None and not result.get("failures"), f"game {g.number}: {result}"
+    assert outcome.history_rows == SETTINGS["players"] * len(SCHEDULE)  # each game rated once
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """The tournament played once, one game at a time, uninterrupted, on SQLite."""
+    folder = tmp_path_factory.mktemp("reference")
+    marker = new_marker()
+    path = tournament_file(folder, marker, concurrency=1)
+    assert play(path) == 0
+    assert wait_no_marked_processes(marker) == []
+    outcome = outcome_of(load_config(path).database)
+    assert_complete(outcome)
+    return outcome
+
+
+# --- results do not depend on how the games were run -------------------------------------------
+
+
+def test_concurrency_1_and_8_give_identical_standings(reference: Outcome, tmp_path: Path) -> None:
+    marker = new_marker()
+    path = tournament_file(tmp_path, marker, concurrency=1)
+    assert play(path, concurrency=8) == 0
+    assert wait_no_marked_processes(marker) == [], "bot processes left running"
+    outcome = outcome_of(load_config(path).database)
+    assert_complete(outcome)
+    assert outcome.games == reference.games
+    assert outcome.standings == reference.standings
+
+
+def _wait_for_done(store: Store, proc: subprocess.Popen[bytes], at_least: int, timeout_s: float = 90) -> None:
+    """Poll the database until ``at_least`` games are done and one is being played (the arena
+    must still be running)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        tid = store.tournament_id(NAME)
+        if tid is not None:
+            counts = store.counts(tid)
+            if counts["done"] >= at_least and counts["running"]:
+                return
+        assert proc.poll() is None, f"arena exited ({proc.returncode}) before {at_least} games were done"
+        assert time.monotonic() < deadline, f"not {at_least} games done and one running within {timeout_s} s"
+        time.sleep(0.02)
+
+
+def test_resume_after_kill_9_stores_every_game_once_with_reference_standings(
+        reference: Outcome, tmp_path: Path) -> None:
+    rng = random.Random(6011)
+    total = len(SCHEDULE)
+    replayed = 0
+    for trial in range(3):
+        kill_after = rng.randint(1, total - 2)
+        folder = tmp_path / f"trial{trial}"
+        marker = new_marker()
+        path = tournament_file(folder, marker, concurrency=2)
+        url = load_config(path).database
+        store = Store(url)  # migrates before the arena starts, so the two never race to create tables
+        try:
+            proc = subprocess.Popen(arena_argv("run", str(path)), cwd=ROOT, env=arena_env(),
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            try:
+                _wait_for_done(store, proc, kill_after)
+            finally:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+            assert proc.returncode == -signal.SIGKILL, f"trial {trial}: the arena had already exited"
+            if DIES_WITH_PARENT:  # the bots run in groups of their own, yet die with the killed arena
+                assert wait_no_marked_processes(marker) == [], "bots outlived the killed arena"
+            else:
+                kill_marked_processes(marker)
+            assert wait_no_marked_processes(marker) == []
+            tid = store.tournament_id(NAME)
+            assert tid is not None
+            at_kill = {g.number: g for g in store.games(tid)}
+        finally:
+            store.close()
+        assert sum(g.status == "done" for g in at_kill.values()) >= kill_after
+
+        try:
+            done = run_arena("run", str(path), timeout=PLAY_TIMEOUT_S)
+        finally:
+            left = wait_no_marked_processes(marker)
+            kill_marked_processes(marker)  # only after a failure: the arena stops its bots itself
+        assert done.returncode == 0, f"trial {trial} (killed after {kill_after}): {done.stdout}\n{done.stderr}"
+        assert left == [], "bot processes left running"
+        outcome = outcome_of(url)
+        assert_complete(outcome)
+        assert outcome.games == reference.games, f"trial {trial}"
+        assert outcome.standings == reference.standings, f"trial {trial}"
+
+        store = Store(url)
+        try:
+            after = {g.number: g for g in store.games(tid)}
+            assert store.tournament(tid).rated_through == total
+        finally:
+            store.close()
+        for number, before in at_kill.items():
+            if before.status == "done":  # stored before the kill: never played again
+                assert after[number].attempt == before.attempt and after[number].result == before.result
+            else:  # running (cut off by the kill: replayed from the start) or not started yet
+                assert before.status in ("running", "pending")
+                assert after[number].attempt == before.attempt + 1, f"trial {trial}, game {number}"
+                replayed += before.status == "running"
+    # Each kill came while the database showed a game running; it can only have finished in the
+    # few milliseconds before the kill.
+    assert replayed > 0, "no trial killed the arena during a game"
+
+
+# --- PostgreSQL --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(exc).strip().splitlines()[0]}")
+    name = f"arena_t_{secrets.token_hex(6)}"
+    try:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database of each kind."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_postgresql_tournament_matches_sqlite(reference: Outcome, pg_url: str, tmp_path: Path) -> None:
+    marker = new_marker()
+    path = tournament_file(tmp_path, marker, concurrency=4, database=pg_url)
+    assert play(path) == 0
+    assert wait_no_marked_processes(marker) == [], "bot processes left running"
+    outcome = outcome_of(pg_url)
+    assert_complete(outcome)
+    assert outcome.games == reference.games
+    assert outcome.standings == reference.standings
+
+
+# --- storage guarantees, on both databases -----------------------------------------------------
+
+
+STORE_BOTS = [(name, f"unix:/nowhere/{name}", None, {}) for name in ("a", "b", "c")]  # never started here
+
+
+def _scheduled_store(url: str) -> tuple[Store, int]:
+    """A store with a 3-bot, 2-player round robin of 6 games scheduled (nothing played)."""
+    store = Store(url)
+    tid = store.create_tournament("store", "f" * 64, {"players": 2}, STORE_BOTS)
+    store.add_games(tid, 1, round_robin(3, 2, 2, True, 5))
+    return store, tid
+
+
+def _result(task: GameTask, winner_seat: int, scores: tuple[int, int] = (21, 9)) -> game_pb2.GameResult:
+    """A 2-player result where ``winner_seat`` won with the first score."""
+    side_scores = list(scores) if winner_seat == 0 else list(reversed(scores))
+    ranks = [1, 2] if winner_seat == 0 else [2, 1]
+    return game_pb2.GameResult(game_id=f"store-g{task.number}", reason="target_reached", winner_side=winner_seat,
+                               scores=side_scores, ranks=ranks, deals=3)
+
+
+def test_finish_twice_stores_once(store_url: str) -> None:
+    store, tid = _scheduled_store(store_url)
+    try:
+        [task] = store.claim(tid, 1)
+        assert (task.number, task.attempt) == (1, 1)
+        assert store.finish(task, _result(task, 0), {"first": True})
+        assert not store.finish(task, _result(task, 1), {"second": True})
+        row, record = store.game(tid, 1)
+        assert (row.status, row.attempt, row.result["ranks"], record) == ("done", 1, [1, 2], {"first": True})
+        assert store.counts(tid) == {"pending": 5, "running": 0, "done": 1, "failed": 0}
+    finally:
+        store.close()
+
+
+def test_stale_attempt_cannot_overwrite(store_url: str) -> None:
+    store, tid = _scheduled_store(store_url)
+    try:
+        [stale] = store.claim(tid, 1)
+        assert store.requeue_running(tid) == 1  # its process died: the game is to be replayed
+        [current] = store.claim(tid, 1)
+        assert (current.id, current.attempt) == (stale.id, 2)
+        assert not store.finish(stale, _result(stale, 1), {"stale": True})
+        store.fail(stale, "stale failure", retry=False)
+        row, record = store.game(tid, 1)
+        assert (row.status, row.result, row.error, record) == ("running", None, None, None)
+        assert store.finish(current, _result(current, 0), {"current": True})
+        store.fail(stale, "stale failure", retry=True)
+        row, record = store.game(tid, 1)
+        assert (row.status, row.attempt, row.result["ranks"], row.error, record) == (
+            "done", 2, [1, 2], None, {"current": True})
+    finally:
+        store.close()
+
+
+def test_requeue_running_returns_only_unfinished_games(store_url: str) -> None:
+    store, tid = _scheduled_store(store_url)
+    try:
+        first, second, third = store.claim(tid, 3)
+        assert store.finish(second, _result(second, 0), {})
+        assert store.requeue_running(tid) == 2
+        assert store.counts(tid) == {"pending": 5, "running": 0, "done": 1, "failed": 0}
+        assert store.requeue_running(tid) == 0
+        again = store.claim(tid, 3)
+        assert [(t.number, t.attempt) for t in again] == [(first.number, 2), (third.number, 2), (4, 1)]
+        assert store.game(tid, second.number)[0].attempt == 1
+    finally:
+        store.close()
+
+
+def test_apply_ratings_waits_for_earlier_games_and_rates_in_number_order(store_url: str) -> None:
+    store, tid = _scheduled_store(store_url)
+    try:
+        names = {b.position: b.name for b in store.bots(tid)}
+        tasks = store.claim(tid, 4)
+        assert [t.number for t in tasks] == [1, 2, 3, 4]
+        one, two, three, four = tasks
+        # Game 1 won by seat 0, game 2 (same pairing, seats swapped) won by seat 0 again, so the
+        # two games disagree about the bots and the order they are rated in matters.
+        results = {1: _result(one, 0), 2: _result(two, 0, (21, 15)), 4: _result(four, 1)}
+        outcomes = {n: GameOutcome.from_result(n, tuple(names[p] for p in t.seat_bots), (0, 1), results[n])
+                    for n, t in ((1, one), (2, two), (4, four))}
+        in_order, reversed_order = RatingBook(make_env()), RatingBook(make_env())
+        for n in (1, 2):
+            in_order.update(outcomes[n])
+        for n in (2, 1):
+            reversed_order.update(outcomes[n])
+        assert in_order.ratings() != reversed_order.ratings()  # else this test could not tell
+
+        assert store.finish(two, results[2], {})
+        assert store.apply_ratings(tid) == 0  # game 1 is still running
+        assert store.rating_history(tid) == []
+        assert store.tournament(tid).rated_through == 0
+        assert all(r.mu == make_env().mu for r in store.ratings(tid).values())
+
+        assert store.finish(one, results[1], {})
+        assert store.apply_ratings(tid) == 2
+        assert store.tournament(tid).rated_through == 2
+        stored = store.ratings(tid)
+        assert {name: stored[name] for name in ("a", "b")} == in_order.ratings()
+        assert (stored["c"].mu, stored["c"].sigma) == (make_env().mu, make_env().sigma)  # has not played
+        history = store.rating_history(tid)
+        assert [(n, bot) for n, bot, _, _ in history] == [(1, "a"), (1, "b"), (2, "a"), (2, "b")]
+        assert {(bot, mu, sigma) for n, bot, mu, sigma in history if n == 2} == {
+            (bot, r.mu, r.sigma) for bot, r in in_order.ratings().items()}
+
+        # A game the referee could not play is settled too: rating goes past it, without history.
+        store.fail(three, "referee failure", retry=False)
+        assert store.finish(four, results[4], {})
+        assert store.apply_ratings(tid) == 2
+        assert store.tournament(tid).rated_through == 4
+        in_order.update(outcomes[4])
+        assert [n for n, *_ in store.rating_history(tid)] == [1, 1, 2, 2, 4, 4]
+        stored = store.ratings(tid)
+        assert {name: stored[name] for name in in_order.ratings()} == in_order.ratings()
+    finally:
+        store.close()
+
+
+# --- bad bots ------------------------------------------------------------------------------------
+
+
+def test_bots_that_fail_at_startup_or_crash_forfeit_only_their_games(tmp_path: Path) -> None:
+    marker = new_marker()
+    bots = [
+        {"name": "greedy", "command": sample_bot_command("greedy_bot.py")},
+        {"name": "no-start", "command": shlex.join([sys.executable, "-c", "raise SystemExit(3)"])},
+        {"name": "crasher", "command": python_bot_command("crash", after=3)},
+    ]
+    # The bot that cannot start exits at once, so its forfeit needs no startup wait; 8 s gives
+    # the healthy bots time to start on a loaded machine.
+    path = write_tournament(tmp_path / "bad.toml", {"name": "bad", "players": 2, "games_per_pairing": 2,
+                                                    "concurrency": 2, "seed": 3},
+                            bots, {"move_ms": 1000, "startup_ms": 8000}, marker)
+    try:
+        done = run_arena("run", str(path), timeout=PLAY_TIMEOUT_S)
+    finally:
+        left = wait_no_marked_processes(marker)
+        kill_marked_processes(marker)  # only after a failure: the arena stops its bots itself
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert left == [], "bot processes left running"
+
+    store = Store(load_config(path).database)
+    try:
+        tid = store.tournament_id("bad")
+        assert tid is not None
+        games = store.games(tid)
+        assert store.counts(tid) == {"pending": 0, "running": 0, "done": 6, "failed": 0}
+    finally:
+        store.close()
+    names = ["greedy", "no-start", "crasher"]
+    for g in games:  # every game of a bad bot is its forfeit; the good bot never forfeits
+        forfeited = {names[g.seat_bots[f["seat"]]]: f["kind"] for f in g.result["failures"] if f["forfeit"]}
+        expected = {"no-start": "FAILURE_KIND_STARTUP"} if 1 in g.seat_bots else {"crasher": "FAILURE_KIND_CRASH"}
+        assert forfeited == expected, f"game {g.number}: {g.result}"
+
+    listed = run_arena("standings", str(path), "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in json.loads(listed.stdout)["standings"]}
+    assert rows["no-start"]["forfeits"] == {"timeout": 0, "illegal": 0, "crash": 0, "startup": 4}
+    assert rows["crasher"]["forfeits"] == {"timeout": 0, "illegal": 0, "crash": 2, "startup": 0}
+    assert rows["greedy"]["forfeits"] == {"timeout": 0, "illegal": 0, "crash": 0, "startup": 0}
+    assert (rows["greedy"]["wins"], rows["no-start"]["losses"], rows["no-start"]["games"]) == (4, 4, 4)
+
+    failed = run_arena("games", str(path), "--failed")
+    assert failed.returncode == 0, failed.stderr
+    lines = failed.stdout.splitlines()
+    game_lines = [m for line in lines if (m := re.match(r"\s*(\d+)\s+set\s", line))]
+    assert [int(m.group(1)) for m in game_lines] == [g.number for g in games], failed.stdout
+    reasons = [line.strip() for line in lines if not re.match(r"\s*\d+\s+set\s", line)]
+    assert sum(r.startswith("no-start") and "startup" in r and "exited with status 3" in r and "forfeit" in r
+               for r in reasons) == 4, failed.stdout
+    assert sum(r.startswith("crasher") and "crash" in r and "exited with status 3" in r and "forfeit" in r
+               for r in reasons) == 2, failed.stdout
+
+
+# --- schema -------------------------------------------------------------------------------------
+
+
+def test_migration_creates_exactly_the_models_tables(store_url: str) -> None:
+    store = Store(store_url)
+    try:
+        with store.engine.connect() as conn:
+            assert set(inspect(conn).get_table_names()) == set(Base.metadata.tables) | {"alembic_version"}
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, Base.metadata) == []
+            # The comparison does see a difference when there is one.
+            changed = MetaData()
+            for table in Base.metadata.tables.values():
+                table.to_metadata(changed)
+            Table("extra", changed, Column("id", Integer, primary_key=True))
+            assert [diff[0] for diff in compare_metadata(context, changed)] == ["add_table"]
+    finally:
+        store.close()
