@@ -41,7 +41,9 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        # "arena: error: ..." for a subcommand's arguments too, like every other usage problem
+        command = self.prog.removeprefix(PROG).strip()
+        self.exit(2, f"{PROG}: error: {command + ': ' if command else ''}{message}\n")
 
 
 def _load(path: str) -> TournamentConfig:
@@ -132,7 +134,8 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, interrupt)
         console.print(f"tournament {config.name!r}: {len(config.bots)} bots, {total} games "
-                      f"({settled} already played), {runner.concurrency} at once; database {store.url_for_people}")
+                      f"({settled} already played), {runner.concurrency} at once; database {store.url_for_people}",
+                      soft_wrap=True)  # one line even in a log: paths are not cut
         try:
             if console.is_terminal:
                 with Live(Group(progress, live_table), console=console, refresh_per_second=4) as live:
@@ -162,7 +165,7 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
             console.print(f"stopped with {pending} games still to play: run the same command again to resume")
             return 130 if interrupts else 1
         if show_paths:
-            console.print(f"database: {store.url_for_people}; bot logs: {logs_dir_for(config)}")
+            console.print(f"database: {store.url_for_people}; bot logs: {logs_dir_for(config)}", soft_wrap=True)
         return 0
     finally:
         store.close()
@@ -337,6 +340,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = _load(args.file)
     if config.ladder is None:
         raise UsageError(f"{config.path.name}: no [ladder] section: `arena serve` needs interval or cron")
+    if args.rounds is not None and args.rounds < 1:
+        raise UsageError(f"--rounds must be at least 1, not {args.rounds}")
     return asyncio.run(serve_ladder(config, make_console(), max_rounds=args.rounds))
 
 
