@@ -240,7 +240,8 @@ def cmd_games(args: argparse.Namespace) -> int:
             seat = int(f.get("seat", 0))
             kind = f.get("kind", "").removeprefix("FAILURE_KIND_").lower()
             what = "forfeit" if f.get("forfeit") else "random move played"
-            where = f"deal {f.get('deal', 0)} play {f.get('playNumber', 0)}"
+            play = int(f.get("playNumber", 0))
+            where = f"deal {int(f.get('deal', 0)) + 1} play {play}" if play else "before the first play"
             out.write(f"         {seats[seat]} (seat {seat}): {kind} at {where}: {f.get('reason', '')} -> {what}\n")
     if not rows:
         out.write("no games\n")
@@ -335,11 +336,11 @@ def cmd_bots(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .ladder import serve_ladder
-
     config = _load(args.file)
     if config.ladder is None:
         raise UsageError(f"{config.path.name}: no [ladder] section: `arena serve` needs interval or cron")
+    from .ladder import serve_ladder
+
     if args.rounds is not None and args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, not {args.rounds}")
     return asyncio.run(serve_ladder(config, make_console(), max_rounds=args.rounds))

@@ -1,0 +1,423 @@
+"""The ``arena`` command as a real process: ``run`` (and its resume of a finished tournament),
+``standings`` in three formats, ``games``, ``show`` and ``export`` against one small tournament
+played once per module, and every usage problem as exit status 2 with one ``arena: error:`` line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import bot_processes, python_bot_command
+from tests.support import ROOT, run_arena, table_rows
+
+SAMPLE_BOTS = ROOT / "sample_bots" / "python"
+NAME = "cli"  # part of every game id, which seeds the random bots: keep it fixed
+BOTS = 3
+GAMES = 6  # 3 pairings x games_per_pairing 2
+RUN_TIMEOUT_S = 180
+CMD_TIMEOUT_S = 60
+STANDINGS_FIELDS = ["rank", "name", "mu", "sigma", "conservative", "games", "wins", "draws", "losses",
+                    "points_per_game", "forfeits"]
+CSV_HEADER = ["rank", "name", "mu", "sigma", "conservative", "games", "wins", "draws", "losses", "points_per_game",
+              "forfeits_timeout", "forfeits_illegal", "forfeits_crash", "forfeits_startup"]
+START_LINE = re.compile(r"^tournament '(?P<name>[^']+)': (?P<bots>\d+) bots, (?P<games>\d+) games "
+                        r"\((?P<played>\d+) already played\), (?P<at_once>\d+) at once; database sqlite:///\S+$")
+PROGRESS_LINE = re.compile(r"^(\d+)/(\d+) games, [\d.]+ games/s$")
+MOVE_LINE = re.compile(r"^\s+(\d+)\. (\S.*)$")
+SEAT_LINE = re.compile(r"^seat (\d): (\d+) moves, median [\d.]+ ms, max [\d.]+ ms$")
+
+
+def sample_bot(script: str) -> str:
+    """The command line of a sample Python bot (deterministic ones only: random_bot.py, greedy_bot.py)."""
+    return shlex.join([sys.executable, str(SAMPLE_BOTS / script)])
+
+
+def bot_entry(name: str, command: str, seed: int | None = None) -> str:
+    """One [[bots]] entry as TOML text (JSON strings are valid TOML basic strings)."""
+    lines = ["[[bots]]", f"name = {json.dumps(name)}", f"command = {json.dumps(command)}"]
+    if seed is not None:
+        lines.append(f'env = {{ CASINO_BOT_SEED = "{seed}" }}')
+    return "\n".join(lines) + "\n"
+
+
+def tournament_text(name: str, bots: list[str], top: str = "") -> str:
+    """A 2-player tournament file (one duplicate set per pairing, fast moves); ``top`` adds top-level lines."""
+    return (f"name = {json.dumps(name)}\nplayers = 2\ngames_per_pairing = 2\nseed = 11\nconcurrency = 2\n{top}\n"
+            "\n[time]\nmove_ms = 500\n\n" + "\n".join(bots))
+
+
+def wait_no_bots(patterns: tuple[str, ...], wait_s: float = 10.0) -> list[tuple[int, str]]:
+    """Poll until no bot process of this test session matches ``patterns``; the ones still alive."""
+    deadline = time.monotonic() + wait_s
+    while (left := bot_processes(patterns)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def arena(*args: str) -> subprocess.CompletedProcess[str]:
+    """A quick `arena` command (not a run); fails the test on a traceback."""
+    done = run_arena(*args, timeout=CMD_TIMEOUT_S)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def assert_usage_error(done: subprocess.CompletedProcess[str]) -> str:
+    """Exit status 2, nothing on stdout, exactly one ``arena: error:`` line on stderr; that line."""
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("arena: error: "), lines[0]
+    return lines[0]
+
+
+@dataclass(frozen=True)
+class Built:
+    """The module's tournament: its file, both `arena run` outputs, and bots left running after them."""
+
+    file: Path
+    first: subprocess.CompletedProcess[str]
+    second: subprocess.CompletedProcess[str]
+    left_running: list[tuple[int, str]]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """Three fast deterministic bots, a round robin of 6 games played by `arena run`, then run again."""
+    folder = tmp_path_factory.mktemp("arena-cli")
+    path = folder / "cli.toml"
+    path.write_text(tournament_text(NAME, [
+        bot_entry("random-1", sample_bot("random_bot.py"), seed=1),
+        bot_entry("random-2", sample_bot("random_bot.py"), seed=2),
+        bot_entry("greedy", sample_bot("greedy_bot.py")),
+    ]), encoding="utf-8")
+    first = run_arena("run", str(path), timeout=RUN_TIMEOUT_S)
+    second = run_arena("run", str(path), timeout=RUN_TIMEOUT_S)
+    return Built(path, first, second, wait_no_bots(("sample_bots/python/",)))
+
+
+@pytest.fixture(scope="module")
+def failing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-game tournament where one bot answers an illegal move on its third turn (so forfeits)."""
+    folder = tmp_path_factory.mktemp("arena-cli-failing")
+    path = folder / "failing.toml"
+    path.write_text(tournament_text("failing", [
+        bot_entry("illegal", python_bot_command("illegal", after=3)),
+        bot_entry("greedy", sample_bot("greedy_bot.py")),
+    ]), encoding="utf-8")
+    done = run_arena("run", str(path), timeout=RUN_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert wait_no_bots(("scripted_bot.py", "sample_bots/python/")) == []
+    return path
+
+
+@pytest.fixture(scope="module")
+def exported(built: Built, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`arena export` of the module's tournament: its output and the folder written."""
+    out = tmp_path_factory.mktemp("arena-cli-export") / "export"
+    return run_arena("export", str(built.file), str(out), timeout=CMD_TIMEOUT_S), out
+
+
+@pytest.fixture(scope="module")
+def standings_json(built: Built) -> str:
+    """`arena standings --format json` of the module's tournament (checked to succeed)."""
+    done = arena("standings", str(built.file), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def split_tables(out: str) -> tuple[list[list[str]], list[list[str]]]:
+    """The body rows of the standings table and of the head-to-head table printed after it."""
+    at = out.index("head to head")
+    return table_rows(out[:at]), table_rows(out[at:])
+
+
+# --- arena run --------------------------------------------------------------------------------
+
+
+def test_run_prints_start_line_progress_and_both_tables(built: Built) -> None:
+    done = built.first
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    start = START_LINE.match(lines[0])
+    assert start, lines[0]
+    assert start.group("name", "bots", "games", "played", "at_once") == (NAME, str(BOTS), str(GAMES), "0", "2")
+    progress = [m.groups() for m in map(PROGRESS_LINE.match, lines) if m]
+    # 6 games: a line after each (every tenth of the games, at least every game), counted in order
+    assert progress == [(str(n), str(GAMES)) for n in range(1, GAMES + 1)]
+    assert f"{NAME}: standings after {GAMES} games" in done.stdout
+    standings, h2h = split_tables(done.stdout)
+    assert sorted(r[1] for r in standings) == ["greedy", "random-1", "random-2"]
+    assert [r[0] for r in standings] == ["1", "2", "3"]
+    for row in standings:
+        assert row[5] == "4" and int(row[6]) + int(row[7]) + int(row[8]) == 4, row  # 2 games x 2 opponents
+        assert row[10] == "-", row  # nobody forfeits
+    # head to head: a row per bot in standings order, "-" against itself, "score/2" against each other bot
+    order = [r[1] for r in standings]
+    assert [r[0] for r in h2h] == order
+    for i, row in enumerate(h2h):
+        for j, cell in enumerate(row[1:]):
+            assert (cell == "-") if i == j else re.fullmatch(r"[\d.]+/2", cell), (row, cell)
+    assert lines[-1].startswith("database: sqlite:///") and "bot logs: " in lines[-1]
+    assert built.left_running == [], "bot processes left running after `arena run`"
+
+
+def test_run_again_plays_nothing_and_prints_the_same_standings(built: Built) -> None:
+    done = built.second
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    start = START_LINE.match(done.stdout.splitlines()[0])
+    assert start and start.group("games", "played") == (str(GAMES), str(GAMES)), done.stdout[:300]
+    assert not [line for line in done.stdout.splitlines() if PROGRESS_LINE.match(line)], "a game was played again"
+    assert split_tables(done.stdout) == split_tables(built.first.stdout)
+    assert f"{NAME}: standings after {GAMES} games" in done.stdout
+
+
+# --- arena standings ----------------------------------------------------------------------------
+
+
+def test_standings_formats_agree(built: Built, standings_json: str) -> None:
+    document = json.loads(standings_json)
+    rows = document["standings"]
+    assert [list(r) for r in rows] == [STANDINGS_FIELDS] * BOTS
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert set(rows[0]["forfeits"]) == {"timeout", "illegal", "crash", "startup"}
+    assert all(sum(r["forfeits"].values()) == 0 for r in rows)
+    assert sum(r["games"] for r in rows) == 2 * GAMES
+    assert sum(r["wins"] for r in rows) == sum(r["losses"] for r in rows)
+    assert sum(r["wins"] for r in rows) + sum(r["draws"] for r in rows) / 2 == GAMES
+    conservative = [r["conservative"] for r in rows]
+    assert conservative == sorted(conservative, reverse=True)
+    pairs = {(h["bot"], h["opponent"]): h for h in document["head_to_head"]}
+    assert len(pairs) == BOTS * (BOTS - 1) and all(h["games"] == 2 for h in pairs.values())
+    for (a, b), h in pairs.items():
+        assert h["score"] + pairs[b, a]["score"] == 2  # each game's point is shared between the two
+
+    done = arena("standings", str(built.file), "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    table = list(csv.reader(io.StringIO(done.stdout)))
+    assert table[0] == CSV_HEADER
+    assert [(r[1], int(r[5]), int(r[6]), int(r[7]), int(r[8])) for r in table[1:]] == \
+        [(r["name"], r["games"], r["wins"], r["draws"], r["losses"]) for r in rows]
+    assert [float(r[4]) for r in table[1:]] == conservative
+
+    done = arena("standings", str(built.file), "--format", "table")
+    assert done.returncode == 0, done.stderr
+    assert f"{NAME}: standings" in done.stdout
+    standings, h2h = split_tables(done.stdout)
+    assert [(r[0], r[1], r[5], r[6], r[7], r[8]) for r in standings] == \
+        [(str(r["rank"]), r["name"], str(r["games"]), str(r["wins"]), str(r["draws"]), str(r["losses"])) for r in rows]
+    for row in h2h:
+        for opponent, cell in zip([r["name"] for r in rows], row[1:]):
+            if opponent != row[0]:
+                assert cell == f"{pairs[row[0], opponent]['score']:g}/2"
+
+
+# --- arena games ---------------------------------------------------------------------------------
+
+
+def games_lines(done: subprocess.CompletedProcess[str]) -> list[list[str]]:
+    """The words of each line `arena games` printed (checked to succeed)."""
+    assert done.returncode == 0, done.stderr
+    return [line.split() for line in done.stdout.splitlines()]
+
+
+def test_games_lists_every_game_and_filters_by_bot(built: Built) -> None:
+    every = games_lines(arena("games", str(built.file)))
+    assert [int(g[0]) for g in every] == list(range(1, GAMES + 1))
+    for g in every:
+        assert g[1] == "set" and g[4] == "v" and g[6] == "done", g
+        assert re.fullmatch(r"\d+-\d+", g[7]) and g[8] in ("won", "draw"), g
+    seats = {int(g[0]): (g[3], g[5]) for g in every}
+    mine = games_lines(arena("games", str(built.file), "--bot", "random-1"))
+    assert [int(g[0]) for g in mine] == [n for n, pair in seats.items() if "random-1" in pair]
+    assert len(mine) == 4 and all("random-1" in (g[3], g[5]) for g in mine)
+    # duplicate sets: each set is one pairing in both seatings
+    sets: dict[str, list[tuple[str, str]]] = {}
+    for g in every:
+        sets.setdefault(g[2], []).append((g[3], g[5]))
+    assert len(sets) == 3 and all(len(s) == 2 and s[0] == s[1][::-1] for s in sets.values()), sets
+
+
+def test_games_failed_on_a_clean_tournament_says_no_games(built: Built) -> None:
+    done = arena("games", str(built.file), "--failed")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "no games\n"
+
+
+def test_games_failed_lists_forfeits_with_kind_and_reason(failing: Path) -> None:
+    done = arena("games", str(failing), "--failed")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    games = [line for line in lines if not line.startswith(" " * 9)]
+    failures = [line.strip() for line in lines if line.startswith(" " * 9)]
+    assert [g.split()[0] for g in games] == ["1", "2"]  # both games: the illegal bot plays in each
+    for line in games:
+        assert " done " in line and "won by greedy (forfeit)" in line, line
+    assert len(failures) == 2
+    for line in failures:
+        match = re.fullmatch(r"illegal \(seat (\d)\): illegal_move at deal \d+ play \d+: (.+) -> forfeit", line)
+        assert match, line
+        assert match.group(2).strip(), "the referee's reason is shown"
+    seats = sorted(int(re.search(r"seat (\d)", line).group(1)) for line in failures)  # type: ignore[union-attr]
+    assert seats == [0, 1]  # one game in each seat
+    rows = json.loads(arena("standings", str(failing), "--format", "json").stdout)["standings"]
+    assert {r["name"]: r["forfeits"]["illegal"] for r in rows} == {"greedy": 0, "illegal": 2}
+
+
+# --- arena show ----------------------------------------------------------------------------------
+
+
+def test_show_prints_the_game_move_by_move_with_timings(
+        built: Built, exported: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    done = arena("show", str(built.file), "2")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"game {NAME}-g2 [P0 ")
+    # the moves shown are the stored record's, deal by deal
+    done_export, out = exported
+    assert done_export.returncode == 0, done_export.stderr
+    record = json.loads((out / "records" / "game-000002.json").read_text(encoding="utf-8"))
+    deals = record["engine"]["deals"]
+    assert len([line for line in lines if line.startswith("== deal ")]) == len(deals)
+    shown = [m.group(2) for m in map(MOVE_LINE.match, lines) if m]
+    assert shown == [move for deal in deals for move in deal["moves"]]
+    assert re.search(r"(P\d wins|draw) \(\w+\) after \d+ deal\(s\)", done.stdout)
+    seat_lines = [m.groups() for m in map(SEAT_LINE.match, lines) if m]
+    assert [s for s, _ in seat_lines] == ["0", "1"]
+    assert sum(int(n) for _, n in seat_lines) == len(shown)
+
+
+def test_show_unknown_game_is_a_usage_error(built: Built) -> None:
+    line = assert_usage_error(arena("show", str(built.file), "999"))
+    assert "999" in line
+
+
+# --- arena export --------------------------------------------------------------------------------
+
+
+def test_export_writes_records_games_standings_and_rating_history(
+        exported: tuple[subprocess.CompletedProcess[str], Path], standings_json: str) -> None:
+    done, out = exported
+    assert done.returncode == 0, done.stderr
+    assert f"exported {GAMES} game records" in done.stdout
+    records = sorted(p.name for p in (out / "records").iterdir())
+    assert records == [f"game-{n:06d}.json" for n in range(1, GAMES + 1)]
+    for n in range(1, GAMES + 1):
+        record = json.loads((out / "records" / f"game-{n:06d}.json").read_text(encoding="utf-8"))
+        assert record["game_id"] == f"{NAME}-g{n}" and record["game_number"] == n
+    with (out / "games.csv").open(encoding="utf-8", newline="") as f:
+        games = list(csv.DictReader(f))
+    assert [int(g["number"]) for g in games] == list(range(1, GAMES + 1))
+    # attempt 1 everywhere: the second `arena run` replayed nothing
+    assert all(g["status"] == "done" and g["attempt"] == "1" and g["error"] == "" for g in games)
+    assert all(len(g["seats"].split()) == 2 and len(g["scores"].split()) == 2 for g in games)
+    standings_text = (out / "standings.json").read_text(encoding="utf-8")
+    assert standings_text == standings_json
+    history = json.loads((out / "rating_history.json").read_text(encoding="utf-8"))
+    by_game: dict[int, list[str]] = {}
+    for entry in history:
+        assert set(entry) == {"game", "bot", "mu", "sigma"}
+        by_game.setdefault(entry["game"], []).append(entry["bot"])
+    assert sorted(by_game) == list(range(1, GAMES + 1))
+    for g in games:
+        assert sorted(by_game[int(g["number"])]) == sorted(g["seats"].split())  # both players, once each
+    final = {e["bot"]: e["mu"] for e in history}  # the last entry of each bot is its current rating
+    assert final == {r["name"]: r["mu"] for r in json.loads(standings_text)["standings"]}
+
+
+# --- usage errors ----------------------------------------------------------------------------------
+
+
+def two_bots(first_name: str = "a", second_name: str = "b", command: str | None = None) -> list[str]:
+    """Two [[bots]] entries (greedy bots unless ``command`` replaces the first one's)."""
+    return [bot_entry(first_name, command or sample_bot("greedy_bot.py")),
+            bot_entry(second_name, sample_bot("greedy_bot.py"))]
+
+
+BAD_FILES = {
+    "unknown-key": (tournament_text("bad", two_bots(), top="gmaes_per_pairing = 2"),
+                    ['unknown key "gmaes_per_pairing"', 'did you mean "games_per_pairing"?']),
+    "duplicate-bot-names": (tournament_text("bad", two_bots("twin", "Twin")), ['"Twin" is already used']),
+    "missing-program": (tournament_text("bad", two_bots(command="no-such-program-xyz --fast")),
+                        ["no-such-program-xyz"]),
+    "unreachable-database": (tournament_text("bad", two_bots(),
+                                             top='database = "postgresql+psycopg://postgres@127.0.0.1:1/nope"'),
+                             ["cannot use database", "127.0.0.1:1"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_tournament_file_is_a_usage_error(case: str, tmp_path: Path) -> None:
+    text, wanted = BAD_FILES[case]
+    path = tmp_path / "bad.toml"
+    path.write_text(text, encoding="utf-8")
+    line = assert_usage_error(arena("run", str(path)))
+    for part in wanted:
+        assert part in line, line
+    assert not (tmp_path / "bad-logs").exists(), "nothing ran"
+
+
+def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    line = assert_usage_error(arena("run", str(tmp_path / "nowhere.toml")))
+    assert "nowhere.toml" in line
+
+
+def test_unreachable_database_also_stops_standings(tmp_path: Path) -> None:
+    path = tmp_path / "pg.toml"
+    path.write_text(BAD_FILES["unreachable-database"][0], encoding="utf-8")
+    assert "cannot use database" in assert_usage_error(arena("standings", str(path)))
+
+
+def test_standings_of_a_tournament_never_run(tmp_path: Path) -> None:
+    path = tmp_path / "never.toml"
+    path.write_text(tournament_text("never", two_bots()), encoding="utf-8")
+    line = assert_usage_error(arena("standings", str(path)))
+    assert "'never' has not been run yet" in line
+
+
+@pytest.mark.parametrize("args, wanted", [
+    (["games", "{file}", "--bot", "nobody"], "no bot named 'nobody'"),
+    (["standings", "{file}", "--format", "xml"], "invalid choice: 'xml'"),
+    (["run", "{file}", "--concurrency", "0"], "--concurrency must be at least 1"),
+], ids=["games-unknown-bot", "bad-format", "concurrency-0"])
+def test_bad_arguments_are_usage_errors(built: Built, args: list[str], wanted: str) -> None:
+    line = assert_usage_error(arena(*(a.format(file=built.file) for a in args)))
+    assert wanted in line, line
+
+
+def test_demo_with_an_odd_number_of_games_is_a_usage_error() -> None:
+    assert "--games must be a positive multiple of 2" in assert_usage_error(arena("demo", "--games", "3"))
+
+
+def test_serve_needs_a_ladder_section(tmp_path: Path) -> None:
+    path = tmp_path / "noladder.toml"
+    path.write_text(tournament_text("noladder", two_bots()), encoding="utf-8")
+    assert "no [ladder] section" in assert_usage_error(arena("serve", str(path)))
+
+
+# --- help ------------------------------------------------------------------------------------------
+
+
+HELP_COMMANDS = ["", "run", "standings", "games", "show", "export", "serve", "bots", "demo"]
+
+
+def test_help_of_arena_and_every_subcommand_exits_0() -> None:
+    with ThreadPoolExecutor(max_workers=4) as pool:  # independent processes: overlap their start-up
+        done = dict(zip(HELP_COMMANDS, pool.map(lambda c: arena(*([c] if c else []), "--help"), HELP_COMMANDS)))
+    for command, result in done.items():
+        assert result.returncode == 0, (command, result.stderr)
+        assert result.stdout.startswith(f"usage: arena {command}".rstrip()), (command, result.stdout[:200])
+        assert result.stderr == "", command
+    assert all(c in done[""].stdout for c in HELP_COMMANDS[1:])
