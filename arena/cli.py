@@ -28,15 +28,12 @@ from referee.render import record_lines
 
 from .config import ConfigError, TournamentConfig, load_config
 from .executor import InProcessExecutor
-from .runner import GameDone, TournamentRunner, open_tournament
-from .standings import Standings, compute_standings, head_to_head_table, standings_csv, standings_json, standings_table
+from .errors import UsageError
+from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
+from .standings import head_to_head_table, standings_csv, standings_json, standings_table
 from .storage import Store, StorageError
 
 PROG = "arena"
-
-
-class UsageError(Exception):
-    """A problem with what the user asked for: one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,16 +58,6 @@ def _open(config: TournamentConfig) -> tuple[Store, int]:
 def make_console() -> Console:
     """stdout as rich sees it; a pipe or file gets 120 columns so standings are not cut."""
     return Console() if sys.stdout.isatty() else Console(width=120)
-
-
-def current_standings(store: Store, tid: int) -> Standings:
-    names = [b.name for b in store.bots(tid)]
-    return compute_standings(names, store.outcomes(tid), store.ratings(tid))
-
-
-def logs_dir_for(config: TournamentConfig) -> Path:
-    """Bot logs of a tournament: next to its file, under ``<stem>-logs/``."""
-    return config.path.with_name(f"{config.path.stem}-logs")
 
 
 # --- run ------------------------------------------------------------------------------------

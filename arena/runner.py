@@ -12,6 +12,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from referee.match import GameReport, GameSetup
@@ -19,10 +20,21 @@ from referee.match import GameReport, GameSetup
 from .config import TournamentConfig
 from .executor import GameExecutor, SeatBot
 from .pairings import round_robin
+from .standings import Standings, compute_standings
 from .storage import BotRow, GameTask, Store, StorageError
 
 log = logging.getLogger("arena.runner")
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
+
+
+def current_standings(store: Store, tid: int) -> Standings:
+    names = [b.name for b in store.bots(tid)]
+    return compute_standings(names, store.outcomes(tid), store.ratings(tid))
+
+def logs_dir_for(config: TournamentConfig) -> Path:
+    """Bot logs of a tournament: next to its file, under ``<stem>-logs/``."""
+    return config.path.with_name(f"{config.path.stem}-logs")
+
 
 
 def config_settings(config: TournamentConfig) -> dict[str, Any]:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from rich.console import Console  # noqa: E402
 
-from arena import cli, standings, storage  # noqa: E402
+from arena import cli, runner, standings, storage  # noqa: E402
 from arena.config import load_config  # noqa: E402
 
 BOOKKEEPING = {"cpu": 0.0}
@@ -53,7 +53,7 @@ def _instrument() -> None:
                  "requeue_running", "add_games", "create_tournament", "tournament_id", "tournament",
                  "update_bot_specs", "upgrade"):
         setattr(storage.Store, name, _timed(getattr(storage.Store, name)))
-    cli.compute_standings = _timed(standings.compute_standings)  # type: ignore[attr-defined]
+    runner.compute_standings = _timed(standings.compute_standings)  # type: ignore[attr-defined]
     cli.standings_table = _timed(standings.standings_table)  # type: ignore[attr-defined]
 
 

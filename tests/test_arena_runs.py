@@ -30,7 +30,8 @@ from alembic.migration import MigrationContext
 from rich.console import Console
 from sqlalchemy import Column, Integer, MetaData, Table, inspect
 
-from arena.cli import current_standings, run_tournament
+from arena.cli import run_tournament
+from arena.runner import current_standings
 from arena.config import load_config
 from arena.models import Base
 from arena.pairings import round_robin

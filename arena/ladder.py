@@ -1,0 +1,279 @@
+"""`arena serve`: a ladder that plays a new round on the file's interval or cron, forever or for
+``max_rounds`` rounds, over a pool of bots kept in the database.
+
+One APScheduler AsyncIOScheduler runs one job, a round; a round due while the last one still
+plays is skipped (max_instances=1, coalesce), so rounds never overlap. A round pairs the active
+bots with ``ladder_pairings`` (the most uncertain bots first, against the opponents that teach
+their ratings most), schedules the pairings' games after every earlier game with fresh decks, and
+plays them through one InProcessExecutor shared by every round (bot processes are reused).
+Games left pending or running by an earlier serve are played first, as the round they belong to.
+
+SIGTERM or SIGINT: no new round; the running games finish, unstarted ones stay pending for the
+next start; a second signal abandons the running games too (back to pending). Exit status 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from datetime import datetime, timezone
+from typing import Any
+
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+from rich.console import Console
+
+from .config import ConfigError, LadderConfig, TournamentConfig
+from .executor import InProcessExecutor
+from .pairings import ScheduledGame, ladder_pairings, schedule, set_size
+from .ratings import default_rating
+from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
+from .standings import standings_table
+from .storage import BotRow, Store
+
+log = logging.getLogger("arena.ladder")
+JOB_ID = "ladder-round"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def ladder_trigger(ladder: LadderConfig) -> BaseTrigger:
+    """The APScheduler trigger of a [ladder] section: every interval_s seconds, or its crontab (local time)."""
+    if ladder.interval_s is not None:
+        return IntervalTrigger(seconds=ladder.interval_s)
+    assert ladder.cron is not None
+    return CronTrigger.from_crontab(ladder.cron)
+
+
+def describe_schedule(ladder: LadderConfig) -> str:
+    """When rounds run, for people: "every 10m", "on cron '*/10 * * * *'"."""
+    if ladder.interval_s is None:
+        return f"on cron {ladder.cron!r}"
+    seconds = ladder.interval_s
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"every {seconds / size:g}{unit}"
+    return f"every {seconds:g}s"
+
+
+def plan_round(config: TournamentConfig, active: list[BotRow], ratings: dict[str, Any], round_number: int,
+               last_game: int, last_set: int) -> list[ScheduledGame]:
+    """The games of ladder round ``round_number`` among the ``active`` bots (seat_bots are bot positions).
+
+    Pairings from ladder_pairings on the bots' (mu, sigma), in the order chosen (uncertain bots'
+    first); numbers and sets continue after ``last_game`` / ``last_set``; round r uses decks
+    (r - 1) * sets_per_pairing onwards, so every round gets decks no earlier round used.
+    """
+    assert config.ladder is not None
+    ladder = config.ladder
+    fallback = default_rating()
+    pool = [ratings.get(bot.name, fallback) for bot in active]
+    chosen = ladder_pairings([(r.mu, r.sigma) for r in pool], config.players, ladder.pairings_per_bot)
+    groups = [tuple(active[i].position for i in group) for group in chosen]
+    return schedule(groups, config.players,
+                    games_per_pairing=ladder.sets_per_pairing * set_size(config.players, config.duplicate),
+                    duplicate=config.duplicate, seed=config.seed, first_number=last_game + 1,
+                    first_set=last_set + 1, first_deck_index=(round_number - 1) * ladder.sets_per_pairing)
+
+
+class LadderServer:
+    """One `arena serve` run: the scheduler's round job, the signal handling and the shared executor."""
+
+    def __init__(self, store: Store, tid: int, config: TournamentConfig, console: Console,
+                 max_rounds: int | None) -> None:
+        assert config.ladder is not None
+        self.store = store
+        self.tid = tid
+        self.config = config
+        self.ladder = config.ladder
+        self.console = console
+        self.max_rounds = max_rounds
+        self.executor = InProcessExecutor(logs_dir_for(config))
+        self.rounds_played = 0
+        self.status = 0
+        self.signals = 0
+        self.stopping = False  # no new round
+        self.finished = asyncio.Event()  # serve() may wind down
+        self._runner: TournamentRunner | None = None
+        self._round_task: asyncio.Task[Any] | None = None
+        self._abandoning = False
+
+    # --- stopping -------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """No new round; the running one (if any) plays its running games to the end."""
+        self.stopping = True
+        if self._runner is not None:
+            self._runner.stopping.set()
+        self.finished.set()
+
+    def on_signal(self, signum: int) -> None:
+        """First SIGINT/SIGTERM: stop cleanly; second: abandon the running games (they go back to pending)."""
+        self.signals += 1
+        name = signal.Signals(signum).name
+        if self.signals == 1:
+            self.console.print(f"{name}: stopping after the running games (signal again to abandon them)")
+            self.stop()
+        elif self._round_task is not None and not self._abandoning:
+            self.console.print(f"{name}: abandoning the running games (replayed on the next start)")
+            self._abandoning = True
+            self._round_task.cancel()
+
+    def on_skipped(self, event: JobSubmissionEvent) -> None:
+        """A round came due while the previous one was still playing: APScheduler skipped it."""
+        due = ", ".join(t.isoformat(timespec="seconds") for t in event.scheduled_run_times)
+        log.warning("round due at %s skipped: the previous round is still playing", due)
+        self.console.print(f"round due at {due} skipped: the previous round is still playing")
+
+    # --- rounds -----------------------------------------------------------------------------------
+
+    async def round_job(self) -> None:
+        """The scheduler's job: one round, unless stopping. Errors stop the ladder with status 1."""
+        if self.stopping:
+            return
+        self._round_task = asyncio.current_task()
+        try:
+            await self.play_round()
+        except asyncio.CancelledError:
+            if not self._abandoning:
+                raise
+            # our own cancellation (second signal): the runner has put the running games back to pending
+        except Exception as exc:
+            log.exception("ladder round failed")
+            self.console.print(f"[red]ladder round failed: {type(exc).__name__}: {exc}")
+            self.status = 1
+            self.stop()
+        except BaseException as exc:
+            # e.g. SystemExit from rich when stdout is a closed pipe; APScheduler would only log it and
+            # the ladder would wait forever for a round that ended
+            self.status = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
+            self.stop()
+        finally:
+            self._round_task = None
+            self._runner = None
+
+    async def play_round(self) -> None:
+        """Finish the games an earlier serve left, or schedule a new round; play it; report it."""
+        left = self.games_left()
+        if left:
+            number = self.store.tournament(self.tid).rounds
+            self.console.print(f"round {number}: {left} game(s) left by an earlier run are played first")
+        else:
+            planned = self.schedule_round()
+            if planned is None:
+                return
+            number = planned
+        try:
+            played = await self.play_games()
+        except asyncio.CancelledError:
+            self.console.print(f"round {number}: abandoned with {self.games_left()} game(s) left for the next start")
+            raise
+        self.rounds_played += 1
+        self.report(number, played)
+        if self.max_rounds is not None and self.rounds_played >= self.max_rounds:
+            self.stop()
+
+    def schedule_round(self) -> int | None:
+        """Store the next round's games (one transaction); its number, or None when too few bots are active."""
+        active = self.store.bots(self.tid, active_only=True)
+        players = self.config.players
+        if len(active) < players:
+            log.warning("round skipped: %d active bot(s), games need %d", len(active), players)
+            self.console.print(f"round skipped: {len(active)} active bot(s), a game needs {players} "
+                               f"(add some with `arena bots add NAME CMD_OR_ADDR -f {self.config.path.name}`)")
+            return None
+        number = self.store.tournament(self.tid).rounds + 1
+        games = plan_round(self.config, active, self.store.ratings(self.tid), number,
+                           self.store.last_game_number(self.tid), self.store.last_set_number(self.tid))
+        self.store.add_games(self.tid, number, games)
+        self.console.print(f"round {number}: {len(active)} bots, {len(games)} games")
+        return number
+
+    async def play_games(self) -> int:
+        """Play every pending game; how many were played to a result."""
+        played = 0
+
+        def on_game(done: GameDone) -> None:
+            nonlocal played
+            played += done.report is not None
+
+        runner = TournamentRunner(self.store, self.tid, self.config, self.executor, on_game=on_game)
+        self._runner = runner
+        if self.stopping:  # a signal came while the round was being scheduled
+            runner.stopping.set()
+        await runner.run()
+        return played
+
+    def games_left(self) -> int:
+        """Games not played yet (pending, or running in a process that died)."""
+        counts = self.store.counts(self.tid)
+        return counts["pending"] + counts["running"]
+
+    def report(self, number: int, played: int) -> None:
+        """The round's line (number, games played, leader) and the standings table."""
+        standings = current_standings(self.store, self.tid)
+        leader = standings.rows[0]
+        left = self.games_left()
+        state = f", stopped with {left} left for the next start" if left else ""
+        self.console.print(f"round {number}: {played} game{'s' * (played != 1)} played{state}; leader {leader.name} "
+                           f"(μ−3σ {leader.conservative:.2f})")
+        self.console.print(standings_table(standings, f"{self.config.name}: standings after round {number}"))
+
+    # --- the whole run ---------------------------------------------------------------------------
+
+    async def serve(self) -> int:
+        """Run the scheduler until max_rounds or a signal; wait for the running round; close everything."""
+        scheduler = AsyncIOScheduler()
+        scheduler.add_listener(self.on_skipped, EVENT_JOB_MAX_INSTANCES)
+        scheduler.add_job(self.round_job, ladder_trigger(self.ladder), id=JOB_ID, name=f"{self.config.name} round",
+                          max_instances=1, coalesce=True, misfire_grace_time=None,
+                          next_run_time=datetime.now(timezone.utc))
+        active = len(self.store.bots(self.tid, active_only=True))
+        self.console.print(f"ladder {self.config.name!r}: a round {describe_schedule(self.ladder)}, {active} active "
+                           f"bots; database {self.store.url_for_people}; stop with Ctrl-C or SIGTERM")
+        try:
+            scheduler.start()
+            await self.finished.wait()
+            scheduler.pause()
+            while (task := self._round_task) is not None:
+                await asyncio.wait({task})
+        finally:
+            # shutdown would cancel a running round (AsyncIOExecutor cancels its tasks): only now
+            if scheduler.running:
+                scheduler.shutdown(wait=False)
+                await asyncio.sleep(0)  # AsyncIOScheduler.shutdown runs on the loop's next turn
+            await self.executor.close()
+        return self.status
+
+
+async def serve_ladder(config: TournamentConfig, console: Console, max_rounds: int | None = None) -> int:
+    """`arena serve`: keep the file's ladder running (see the module docstring); the exit status."""
+    if config.ladder is None:
+        raise ConfigError(f"{config.path.name}: no [ladder] section: `arena serve` needs interval or cron")
+    if max_rounds is not None and max_rounds < 1:
+        raise ValueError(f"max_rounds must be at least 1, not {max_rounds}")
+    loop = asyncio.get_running_loop()
+    server: LadderServer | None = None
+
+    def on_signal(signum: int) -> None:
+        if server is not None:
+            server.on_signal(signum)
+
+    # Installed first, so a signal during the (blocking) database setup is not fatal: its handler
+    # runs at the loop's first turn, when the server exists.
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    store: Store | None = None
+    try:
+        store = Store(config.database)
+        tid = open_tournament(store, config, schedule_games=False)
+        server = LadderServer(store, tid, config, console, max_rounds)
+        return await server.serve()
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+        if store is not None:
+            store.close()

@@ -1,0 +1,363 @@
+"""`arena serve` ladders (arena/ladder.py) as real processes, with the sample bots over real gRPC
+and a real (SQLite) database: rounds on the file's interval, a bot added or removed from another process
+between rounds, the new bot's pairings first, SIGTERM / SIGINT stopping cleanly and the next
+start finishing the round, and the usage errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from arena.runner import current_standings
+from arena.config import load_config
+from arena.ladder import plan_round
+from arena.ratings import Rating
+from arena.storage import GameRow, Store
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_BOTS = ROOT / "sample_bots" / "python"
+MARKER_ENV = "ARENA_LADDER_TEST_MARKER"  # in the environment of a test's `arena serve`, so of its bots
+WAIT_S = 120.0  # bound of every wait for a round or a process: generous for a loaded 2-core machine
+TIME = {"move_ms": 500, "startup_ms": 20000}
+T = TypeVar("T")
+
+
+def bot_command(script: str) -> str:
+    return shlex.join([sys.executable, str(SAMPLE_BOTS / script)])
+
+
+GREEDY = {"name": "greedy", "command": bot_command("greedy_bot.py")}
+RANDOM_A = {"name": "random-a", "command": bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "11"}}
+RANDOM_B = {"name": "random-b", "command": bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "22"}}
+
+
+def _toml(value: Any) -> str:
+    """A TOML value: strings as basic strings (JSON's escapes are TOML's), tables inline."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+def write_ladder(path: Path, database: str, bots: list[dict[str, Any]], ladder: dict[str, Any] | None,
+                 concurrency: int = 2) -> Path:
+    """A 2-player tournament file (seeded, fast moves) with the given [ladder] section, or none."""
+    lines = [f"name = {_toml(path.stem)}", "players = 2", "seed = 11", f"concurrency = {concurrency}",
+             f"database = {_toml(database)}", "", "[time]", *(f"{k} = {v}" for k, v in TIME.items())]
+    for bot in bots:
+        lines += ["", "[[bots]]", *(f"{k} = {_toml(v)}" for k, v in bot.items())]
+    if ladder is not None:
+        lines += ["", "[ladder]", *(f"{k} = {_toml(v)}" for k, v in ladder.items())]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def marked_processes(marker: str) -> list[tuple[int, str]]:
+    """Live processes (zombies excluded) whose environment holds MARKER_ENV=marker."""
+    wanted = f"{MARKER_ENV}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if cmdline and wanted in environ.split(b"\0"):
+            found.append((int(entry.name), cmdline))
+    return found
+
+
+def assert_no_processes_left(marker: str, wait_s: float = 10.0) -> None:
+    """No process of this test's ladder (server or bot) is alive, polling up to ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while (left := marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"processes left running: {left}"
+
+
+def wait_for(what: str, check: Callable[[], T | None], proc: subprocess.Popen[bytes] | None = None) -> T:
+    """Poll ``check`` until it returns something truthy (bounded by WAIT_S); fail early if ``proc`` exits."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        value = check()
+        if value:
+            return value
+        assert proc is None or proc.poll() is None, f"`arena serve` exited ({proc.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+class Ladder:
+    """`arena` commands on one tournament file, as real processes, all carrying one marker."""
+
+    def __init__(self, path: Path, folder: Path) -> None:
+        self.path = path
+        self.folder = folder
+        self.marker = secrets.token_hex(8)
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT), MARKER_ENV: self.marker}
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.serves = 0
+        self.config = load_config(path)
+        # migrate the database here, before any server shares it
+        self.store = Store(self.config.database)
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, env=self.env,
+                              capture_output=True, text=True, timeout=WAIT_S)
+
+    def start_serve(self, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
+        """`arena serve FILE ARGS` in the background; (process, its stdout file)."""
+        self.serves += 1
+        out = self.folder / f"serve-{self.serves}.out"
+        with open(out, "wb") as stdout, open(out.with_suffix(".err"), "wb") as stderr:
+            proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(self.path), *args], cwd=ROOT,
+                                    env=self.env, stdout=stdout, stderr=stderr)
+        self.procs.append(proc)
+        return proc, out
+
+    def finish(self, proc: subprocess.Popen[bytes], out: Path) -> str:
+        """Wait (bounded) for a serve to exit; its stdout. It must exit 0 with nothing on stderr."""
+        status = proc.wait(timeout=WAIT_S)
+        text = out.read_text(encoding="utf-8")
+        err = out.with_suffix(".err").read_text(encoding="utf-8")
+        assert status == 0, f"exit status {status}\n{text[-3000:]}\n{err[-3000:]}"
+        assert err == "", err
+        return text
+
+    def serve(self, *args: str) -> str:
+        return self.finish(*self.start_serve(*args))
+
+    @property
+    def tid(self) -> int | None:
+        return self.store.tournament_id(self.config.name)
+
+    def games(self) -> list[GameRow]:
+        tid = self.tid
+        return self.store.games(tid) if tid is not None else []
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+        for pid, _ in marked_processes(self.marker):  # a failed test must not leave bots behind
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.store.close()
+
+
+@pytest.fixture
+def make_ladder(tmp_path: Path) -> Iterator[Callable[..., Ladder]]:
+    """``make_ladder(bots, ladder, concurrency=2)``: a ladder file (SQLite database next to it) and its commands."""
+    made: list[Ladder] = []
+
+    def make(bots: list[dict[str, Any]], ladder: dict[str, Any] | None, concurrency: int = 2) -> Ladder:
+        path = write_ladder(tmp_path / "ladder.toml", f"sqlite:///{tmp_path / 'ladder.db'}", bots, ladder, concurrency)
+        made.append(Ladder(path, tmp_path))
+        return made[-1]
+
+    yield make
+    for ladder in made:
+        ladder.close()
+
+
+def by_round(games: list[GameRow]) -> dict[int, list[GameRow]]:
+    rounds: dict[int, list[GameRow]] = {}
+    for g in games:
+        rounds.setdefault(g.round, []).append(g)
+    return rounds
+
+
+def ratings_after(store: Store, tid: int, last_game: int) -> dict[str, Rating]:
+    """Every bot's rating after game ``last_game``, from the rating history (the default if it had no game)."""
+    ratings: dict[str, Rating] = {}
+    for number, name, mu, sigma in store.rating_history(tid):
+        if number <= last_game:
+            ratings[name] = Rating(mu, sigma)
+    return ratings
+
+
+def assert_played_once(ladder: Ladder) -> list[GameRow]:
+    """Every game is done with a result, was started exactly once, and was rated exactly once."""
+    tid = ladder.tid
+    assert tid is not None
+    games = ladder.store.games(tid)
+    assert [g.number for g in games] == list(range(1, len(games) + 1))
+    assert [(g.number, g.status, g.attempt) for g in games if (g.status, g.attempt) != ("done", 1)] == []
+    assert all(g.result is not None and g.error is None for g in games)
+    assert ladder.store.tournament(tid).rated_through == len(games)
+    history = ladder.store.rating_history(tid)
+    assert len(history) == sum(len(g.seat_bots) for g in games)  # one rating entry per bot per game
+    return games
+
+
+# --- 1. rounds, and a bot added between them ------------------------------------------------------
+
+
+def test_bot_added_between_rounds_plays_first_in_the_next_round(make_ladder: Callable[..., Ladder]) -> None:
+    # The bot is added while round 1 plays, right after the round is scheduled: round 1 keeps the pool
+    # it started with, and round 2 (not due before the 6 s interval, however short round 1 is) sees
+    # the new bot whatever the machine's speed.
+    ladder = make_ladder([GREEDY, RANDOM_A, RANDOM_B], {"interval": "6s", "pairings_per_bot": 1})
+    proc, out = ladder.start_serve("--rounds", "2")
+    round_1 = wait_for("round 1 to be scheduled", lambda: by_round(ladder.games()).get(1), proc)
+    newbie_command = bot_command("random_bot.py")
+    added = ladder.run("bots", "add", "newbie", newbie_command, "-f", str(ladder.path))
+    assert added.returncode == 0, added.stderr
+    assert added.stdout == f"added newbie: {newbie_command}\n"
+    text = ladder.finish(proc, out)
+
+    tid = ladder.tid
+    assert tid is not None
+    games = assert_played_once(ladder)
+    bots = ladder.store.bots(tid)
+    assert [b.name for b in bots] == ["greedy", "random-a", "random-b", "newbie"]
+    newbie = bots[3].position
+    rounds = by_round(games)
+    assert sorted(rounds) == [1, 2] and ladder.store.tournament(tid).rounds == 2
+    assert [g.number for g in rounds[1]] == [g.number for g in round_1]
+    assert all(newbie not in g.seat_bots for g in rounds[1]), "round 1 was scheduled before the bot was added"
+
+    # round 2: the newcomer, with the highest sigma, has its pairing chosen (and played) first
+    last_1 = rounds[1][-1]
+    before = ratings_after(ladder.store, tid, last_1.number)
+    assert "newbie" not in before
+    assert all(r.sigma < 25 / 3 for r in before.values())
+    second = rounds[2]
+    assert second[0].number == last_1.number + 1
+    assert newbie in second[0].seat_bots and newbie in second[1].seat_bots  # the first duplicate set
+    assert second[0].set_number == second[1].set_number == last_1.set_number + 1
+    # exactly the round ladder_pairings and schedule make from the ratings at its start
+    expected = plan_round(ladder.config, bots, before, 2, last_1.number, last_1.set_number)
+    assert [(g.number, g.seat_bots, g.deck_seed, g.set_number) for g in second] == \
+        [(s.number, s.seat_bots, s.deck_seed, s.set_number) for s in expected]
+    assert not {g.deck_seed for g in second} & {g.deck_seed for g in rounds[1]}, "round 2 has fresh decks"
+
+    standings = current_standings(ladder.store, tid)
+    match = re.search(r"^round 2: (\d+) games played; leader (\S+) ", text, flags=re.M)
+    assert match, text
+    assert int(match.group(1)) == len(second) and match.group(2) == standings.rows[0].name
+    assert re.search(r"^round 1: \d+ games played; leader ", text, flags=re.M), text
+    assert {"greedy", "newbie"} <= set(re.findall(r"│\s*\d+\s*│\s*(\S+)\s*│", text))  # standings tables
+    assert_no_processes_left(ladder.marker)
+
+
+# --- 2. signals --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signals", [["SIGTERM"], ["SIGINT", "SIGINT"]], ids=["sigterm", "sigint-twice"])
+def test_signal_stops_cleanly_and_the_next_start_finishes_the_round(make_ladder: Callable[..., Ladder],
+                                                                    signals: list[str]) -> None:
+    # one game at a time: when game 1 is seen running, every other game is still pending
+    ladder = make_ladder([GREEDY, RANDOM_A, RANDOM_B], {"interval": "1h", "pairings_per_bot": 2}, concurrency=1)
+    proc, out = ladder.start_serve()
+    running = wait_for("a game to start",
+                       lambda: [g for g in ladder.games() if g.status == "running"], proc)
+    assert [g.number for g in running] == [1]
+    proc.send_signal(signal.Signals[signals[0]])
+    if len(signals) == 2:
+        # signals sent back to back may merge into one: send the second once the first is handled
+        wait_for("the first signal to be handled", lambda: "stopping" in out.read_text(encoding="utf-8"), proc)
+        proc.send_signal(signal.Signals[signals[1]])
+    text = ladder.finish(proc, out)
+    assert_no_processes_left(ladder.marker)
+
+    games = {g.number: g for g in ladder.games()}
+    total = len(games)
+    assert total == 6  # 3 bots, every pairing, one duplicate set each
+    assert all(g.status in ("done", "pending") for g in games.values()), "nothing is left running"
+    assert all((g.result is not None) == (g.status == "done") for g in games.values()), "no half-written result"
+    first = games[1]
+    if len(signals) == 1:
+        # the running game played to its end; nothing else started
+        assert (first.status, first.attempt) == ("done", 1)
+        assert "round 1: 1 game played, stopped with 5 left for the next start" in text
+    else:
+        # the second signal abandoned it: back to pending, to be replayed
+        assert (first.status, first.attempt, first.error) == ("pending", 1, "interrupted; to be replayed")
+        assert "abandoning the running games" in text
+        assert "round 1: abandoned with 6 game(s) left for the next start" in text
+    assert [(g.status, g.attempt) for n, g in games.items() if n > 1] == [("pending", 0)] * (total - 1)
+
+    # the next start plays the games left, as round 1, and schedules nothing new
+    text = ladder.serve("--rounds", "1")
+    assert f"round 1: {total - (first.status == 'done')} game(s) left by an earlier run" in text
+    after = {g.number: g for g in ladder.games()}
+    assert sorted(after) == sorted(games)
+    assert all(g.status == "done" and g.result is not None and g.round == 1 for g in after.values())
+    assert all(after[n].attempt == games[n].attempt + (games[n].status == "pending") for n in games)
+    assert_no_processes_left(ladder.marker)
+
+
+# --- 3. removing a bot ----------------------------------------------------------------------------
+
+
+def test_removed_bot_leaves_later_rounds_but_keeps_its_games_and_rating(make_ladder: Callable[..., Ladder]) -> None:
+    ladder = make_ladder([GREEDY, RANDOM_A, RANDOM_B], {"interval": "1h", "pairings_per_bot": 1})
+    ladder.serve("--rounds", "1")
+    tid = ladder.tid
+    assert tid is not None
+    round_1 = ladder.games()
+    removed = next(b for b in ladder.store.bots(tid) if b.name == "random-b")
+    its_games = [g.number for g in round_1 if removed.position in g.seat_bots]
+    assert its_games, "every bot has a pairing in round 1"
+    rating = ladder.store.ratings(tid)["random-b"]
+
+    done = ladder.run("bots", "remove", "random-b", "-f", str(ladder.path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "removed random-b (its games and ratings stay)\n"
+    assert [b.name for b in ladder.store.bots(tid, active_only=True)] == ["greedy", "random-a"]
+
+    text = ladder.serve("--rounds", "1")
+    games = assert_played_once(ladder)
+    round_2 = [g for g in games if g.round == 2]
+    assert round_2, text
+    assert all(removed.position not in g.seat_bots for g in round_2)
+    assert {frozenset(g.seat_bots) for g in round_2} == {frozenset({0, 1})}  # the two bots left
+    standings = {row.name: row for row in current_standings(ladder.store, tid).rows}
+    row = standings["random-b"]
+    assert row.games == len(its_games)
+    assert (row.mu, row.sigma) == (rating.mu, rating.sigma)
+    assert ladder.store.ratings(tid)["random-b"] == rating
+    assert "random-b" in text  # still in the printed standings
+
+    # one bot left: rounds are skipped (and not counted), until the ladder is stopped
+    assert ladder.run("bots", "remove", "random-a", "-f", str(ladder.path)).returncode == 0
+    proc, out = ladder.start_serve("--rounds", "1")
+    wait_for("the round to be skipped", lambda: "round skipped: 1 active bot(s)" in out.read_text(encoding="utf-8"),
+             proc)
+    proc.send_signal(signal.SIGTERM)
+    ladder.finish(proc, out)
+    assert len(ladder.games()) == len(games)
+    assert_no_processes_left(ladder.marker)
+
+
+# --- 4. usage errors --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["no-ladder", "rounds-0"])
+def test_serve_usage_error_is_one_line_and_exit_2(make_ladder: Callable[..., Ladder], case: str) -> None:
+    ladder = make_ladder([GREEDY, RANDOM_A], None if case == "no-ladder" else {"interval": "1h"})
+    args = ["--rounds", "0"] if case == "rounds-0" else []
+    done = ladder.run("serve", str(ladder.path), *args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("arena: error: "), done.stderr
+    assert ("no [ladder] section" if case == "no-ladder" else "--rounds must be at least 1") in lines[0]
+    assert ladder.tid is None and marked_processes(ladder.marker) == []
