@@ -10,21 +10,24 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from referee.endpoints import BotEndpoint
 from referee.match import GameReport, GameSetup
 
 from .config import TournamentConfig
 from .executor import GameExecutor, SeatBot
 from .pairings import round_robin
 from .standings import Standings, compute_standings
-from .storage import BotRow, GameTask, Store, StorageError
+from .storage import GameTask, Store, StorageError
 
 log = logging.getLogger("arena.runner")
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
+RATING_INTERVAL_S = 0.5  # ratings are brought up to date at most this often while games finish
 
 
 def current_standings(store: Store, tid: int) -> Standings:
@@ -96,15 +99,10 @@ class TournamentRunner:
         self.concurrency = concurrency or config.concurrency
         self.on_game = on_game or (lambda done: None)
         self.stopping = asyncio.Event()  # set: start no new games, let running ones finish
+        self._rated_at = 0.0
 
-    def _seats(self, task: GameTask, bots: dict[int, BotRow]) -> list[SeatBot]:
-        from referee.endpoints import BotEndpoint
-
-        seats = []
-        for position in task.seat_bots:
-            row = bots[position]
-            seats.append(SeatBot(row.name, BotEndpoint.parse(row.spec, cwd=row.cwd, env=row.env)))
-        return seats
+    def _seats(self, task: GameTask, bots: dict[int, SeatBot]) -> list[SeatBot]:
+        return [bots[position] for position in task.seat_bots]
 
     def _setup(self, task: GameTask) -> GameSetup:
         c = self.config
@@ -114,7 +112,7 @@ class TournamentRunner:
             max_strikes=c.max_strikes, match_id=c.name,
         )
 
-    async def _play(self, task: GameTask, bots: dict[int, BotRow]) -> None:
+    async def _play(self, task: GameTask, bots: dict[int, SeatBot]) -> None:
         try:
             report = await self.executor.play(self._setup(task), self._seats(task, bots))
         except asyncio.CancelledError:
@@ -124,14 +122,22 @@ class TournamentRunner:
             error = f"{type(exc).__name__}: {exc}"
             log.exception("game %d (attempt %d) could not be played", task.number, task.attempt)
             self.store.fail(task, error, retry=task.attempt < MAX_ATTEMPTS)
-            self.store.apply_ratings(self.tid)
+            self._rate()
             self.on_game(GameDone(task, None, error))
             return
         if not self.store.finish(task, report.result, report.record):
             log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt)
             return
-        self.store.apply_ratings(self.tid)
+        self._rate()
         self.on_game(GameDone(task, report))
+
+    def _rate(self, now: bool = False) -> None:
+        """Apply ratings at most every RATING_INTERVAL_S (each call rates every game it can, in
+        order, so batching changes nothing but the cost); ``now`` forces it."""
+        clock = time.monotonic()
+        if now or clock - self._rated_at >= RATING_INTERVAL_S:
+            self._rated_at = clock
+            self.store.apply_ratings(self.tid)
 
     async def run(self) -> None:
         """Play until no game is pending (or ``stopping`` is set and the running ones are done)."""
@@ -139,7 +145,7 @@ class TournamentRunner:
         if requeued:
             log.info("%d game(s) left running by an earlier process will be replayed", requeued)
         self.store.apply_ratings(self.tid)
-        bots = {b.position: b for b in self.store.bots(self.tid)}
+        bots = {b.position: SeatBot(b.name, BotEndpoint.parse(b.spec, cwd=b.cwd, env=b.env)) for b in self.store.bots(self.tid)}
         running: set[asyncio.Task[None]] = set()
         stop_wait = asyncio.ensure_future(self.stopping.wait())
         try:
@@ -148,6 +154,7 @@ class TournamentRunner:
                     for task in self.store.claim(self.tid, self.concurrency - len(running)):
                         running.add(asyncio.create_task(self._play(task, bots), name=f"game-{task.number}"))
                 if not running:
+                    self._rate(now=True)
                     return
                 done, _ = await asyncio.wait(running | {stop_wait}, return_when=asyncio.FIRST_COMPLETED)
                 for finished in done - {stop_wait}:

@@ -30,6 +30,7 @@ from .ratings import RatingBook, make_env
 from .results import GameOutcome
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+RATING_BATCH = 64  # games read at a time when rating
 
 
 class StorageError(Exception):
@@ -243,24 +244,28 @@ class Store:
             return result.rowcount or 0
 
     def claim(self, tid: int, limit: int) -> list[GameTask]:
-        """Start up to ``limit`` pending games, lowest numbers first."""
-        with self.session() as s, s.begin():
-            q = (select(Game).where(Game.tournament_id == tid, Game.status == GameStatus.PENDING.value)
-                 .order_by(Game.number).limit(limit))
-            if self.engine.dialect.name == "postgresql":
-                q = q.with_for_update(skip_locked=True)
-            tasks = []
-            for g in s.scalars(q):
-                g.status, g.attempt, g.started_at = GameStatus.RUNNING.value, g.attempt + 1, utcnow()
-                tasks.append(GameTask(g.id, g.number, g.attempt, g.round, g.set_number, g.deck_seed, tuple(g.seat_bots)))
-            return tasks
+        """Start up to ``limit`` pending games, lowest numbers first: one UPDATE ... RETURNING
+        (on PostgreSQL the rows are locked with SKIP LOCKED, so several workers never share one)."""
+        pending = (select(Game.id).where(Game.tournament_id == tid, Game.status == GameStatus.PENDING.value)
+                   .order_by(Game.number).limit(limit))
+        if self.engine.dialect.name == "postgresql":
+            pending = pending.with_for_update(skip_locked=True)
+        statement = (
+            update(Game).where(Game.id.in_(pending.scalar_subquery()))
+            .values(status=GameStatus.RUNNING.value, attempt=Game.attempt + 1, started_at=utcnow())
+            .returning(Game.id, Game.number, Game.attempt, Game.round, Game.set_number, Game.deck_seed, Game.seat_bots)
+        )
+        with self.engine.begin() as conn:
+            rows = conn.execute(statement).all()
+        return sorted((GameTask(i, n, a, r, st, d, tuple(seats)) for i, n, a, r, st, d, seats in rows),
+                      key=lambda task: task.number)
 
     def finish(self, task: GameTask, result: game_pb2.GameResult, record: dict[str, Any]) -> bool:
         """Store a played game: result and record in one transaction, only if ``task`` still owns
         the game (so a game is stored exactly once). False when it did not."""
         payload = json_format.MessageToDict(result, always_print_fields_with_no_presence=True)
-        with self.session() as s, s.begin():
-            done = s.execute(
+        with self.engine.begin() as conn:
+            done = conn.execute(
                 update(Game)
                 .where(Game.id == task.id, Game.status == GameStatus.RUNNING.value, Game.attempt == task.attempt)
                 .values(status=GameStatus.DONE.value, result=payload, record=json.dumps(record), error=None,
@@ -331,23 +336,29 @@ class Store:
             ratings = {r.bot_id: r for r in s.scalars(select(Rating).where(Rating.bot_id.in_([b.id for b in bots])))}
             book = RatingBook(make_env(), {b.name: TrueSkillRating(ratings[b.id].mu, ratings[b.id].sigma) for b in bots})
             players = int(t.settings.get("players", 2))
-            games = s.scalars(select(Game).where(Game.tournament_id == tid, Game.number > t.rated_through)
-                              .order_by(Game.number))
             applied = 0
-            for g in games:
-                if g.number != t.rated_through + 1 or g.status not in (GameStatus.DONE.value, GameStatus.FAILED.value):
-                    break
-                if g.status == GameStatus.DONE.value:
-                    new = book.update(_outcome(_game_row(g), names, players))
-                    for name, rating in new.items():
-                        bot = by_name[name]
-                        row = ratings[bot.id]
-                        row.mu, row.sigma, row.games = rating.mu, rating.sigma, row.games + 1
-                        s.add(RatingHistory(tournament_id=tid, game_number=g.number, bot_id=bot.id,
-                                            mu=rating.mu, sigma=rating.sigma))
-                t.rated_through = g.number
-                applied += 1
-            return applied
+            while True:  # in batches, reading only the columns rating needs (not the records)
+                rows = s.execute(
+                    select(Game.number, Game.round, Game.set_number, Game.deck_seed, Game.seat_bots, Game.status,
+                           Game.attempt, Game.result)
+                    .where(Game.tournament_id == tid, Game.number > t.rated_through)
+                    .order_by(Game.number).limit(RATING_BATCH)
+                ).all()
+                for number, round_, set_number, deck_seed, seat_bots, status, attempt, result in rows:
+                    if number != t.rated_through + 1 or status not in (GameStatus.DONE.value, GameStatus.FAILED.value):
+                        return applied
+                    if status == GameStatus.DONE.value:
+                        row = GameRow(0, number, round_, set_number, deck_seed, tuple(seat_bots), status, attempt, result, None)
+                        for name, rating in book.update(_outcome(row, names, players)).items():
+                            bot = by_name[name]
+                            current = ratings[bot.id]
+                            current.mu, current.sigma, current.games = rating.mu, rating.sigma, current.games + 1
+                            s.add(RatingHistory(tournament_id=tid, game_number=number, bot_id=bot.id,
+                                                mu=rating.mu, sigma=rating.sigma))
+                    t.rated_through = number
+                    applied += 1
+                if len(rows) < RATING_BATCH:
+                    return applied
 
     def ratings(self, tid: int) -> dict[str, TrueSkillRating]:
         with self.session() as s:
