@@ -24,6 +24,7 @@ turn for bots that want to search (see lookahead_bot.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import random
@@ -100,7 +101,10 @@ class CasinoBot:
 def legal_moves(turn: bot_pb2.Turn) -> list[Move]:
     """The turn's legal moves as engine ``Move`` tuples, in the turn's order (so an index into
     this list is an index into ``turn.legal_moves``)."""
-    return [parse_move(m.notation) for m in turn.legal_moves]
+    return [_parse_move(m.notation) for m in turn.legal_moves]
+
+
+_parse_move = functools.lru_cache(maxsize=1 << 16)(parse_move)  # the same plays recur all game long
 
 
 def table_from_turn(turn: bot_pb2.Turn) -> tuple[tuple[int, ...], tuple[Build, ...]]:
