@@ -28,6 +28,7 @@ from referee.render import record_lines
 
 from .config import ConfigError, TournamentConfig, load_config
 from .executor import InProcessExecutor
+from .compare_cli import add_compare_parser, add_gauntlet_parser
 from .errors import UsageError
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
 from .standings import head_to_head_table, standings_csv, standings_json, standings_table
@@ -388,6 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", nargs="?", help="command line or address (add)")
     p.add_argument("-f", "--file", default="tournament.toml", help="the ladder's tournament file (default ./tournament.toml)")
     p.set_defaults(func=cmd_bots)
+
+    add_compare_parser(sub)
+    add_gauntlet_parser(sub)
 
     p = sub.add_parser("demo", help="a quick tournament of the sample bots in a temporary folder")
     p.add_argument("--games", type=int, default=4, help="games per pairing, a multiple of 2 (default 4)")
