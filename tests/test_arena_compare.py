@@ -1,0 +1,126 @@
+"""``arena compare`` and ``arena gauntlet`` with real bot processes over gRPC: the sequential test
+accepts H1 for a clearly stronger bot, never for a bot against itself, and writes the documented
+JSON report; duplicate pairs cancel the deal's luck exactly for a deterministic bot."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.support import ROOT, run_arena
+
+PY = sys.executable
+RANDOM = f"{PY} {ROOT / 'sample_bots/python/random_bot.py'}"
+GREEDY = f"{PY} {ROOT / 'sample_bots/python/greedy_bot.py'}"
+LOOKAHEAD = f"{PY} {ROOT / 'sample_bots/python/lookahead_bot.py'}"
+
+REPORT_FIELDS = {
+    "format", "version", "candidate", "baseline", "unit", "players", "pairing", "seed", "mode", "bounds", "status",
+    "pairs", "games", "deals", "cards_dealt", "wins", "draws", "losses", "pentanomial", "mean_margin", "statistics",
+    "failures", "trueskill", "elapsed_s", "games_per_s",
+}
+
+
+def test_lookahead_against_random_accepts_h1_and_exits_0(tmp_path: Path) -> None:
+    """A clearly better candidate: H1 accepted, exit status 0, and the JSON report holds the
+    documented fields with figures that agree with each other."""
+    report_path = tmp_path / "report.json"
+    done = run_arena("compare", "--candidate", LOOKAHEAD, "--baseline", RANDOM, "--move-time", "100",
+                     "--margin0", "0", "--margin1", "1", "--json", str(report_path), timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "H1 accepted" in done.stdout
+    report = json.loads(report_path.read_text())
+    assert set(report) == REPORT_FIELDS
+    assert (report["format"], report["version"], report["unit"], report["mode"], report["status"]) == (
+        "royal-casino-compare", 1, "deals", "sprt", "H1")
+    assert report["games"] == 2 * report["pairs"] == report["wins"] + report["draws"] + report["losses"]
+    assert report["deals"] == report["games"]  # one-deal games
+    assert report["cards_dealt"] == 52 * report["deals"]
+    stats = report["statistics"]
+    assert stats["decision"] == "H1" and stats["llr"] >= stats["llr_bounds"][1]
+    assert stats["pairs"] == report["pairs"] and stats["ci"][0] > 0 < report["mean_margin"]
+    assert report["failures"] == []
+    assert report["trueskill"]["candidate"]["mu"] > report["trueskill"]["baseline"]["mu"]
+
+
+def test_a_bot_against_itself_does_not_accept_h1(tmp_path: Path) -> None:
+    """The random bot against itself (different seeds, so games differ) in a short run: never H1
+    (exit 1 for H0 or 3 for no decision), whatever the luck of these decks."""
+    report_path = tmp_path / "self.json"
+    done = run_arena("compare", "--candidate", RANDOM, "--baseline", RANDOM, "--max-units", "80",
+                     "--move-time", "300", "--seed", "5", "--json", str(report_path), timeout=240)
+    assert done.returncode in (1, 3), done.stdout + done.stderr
+    report = json.loads(report_path.read_text())
+    assert report["status"] in ("H0", "inconclusive") and report["games"] <= 80
+
+
+def test_duplicate_pairs_cancel_the_deal_for_a_deterministic_bot(tmp_path: Path) -> None:
+    """The greedy bot (deterministic) against itself plays the same deal both ways round, so every
+    pair's margin is exactly 0: the duplicate pairing removes all of the deal's luck. With
+    independent decks the pairs differ. Fixed length: exit 0 and estimates only."""
+    margins = {}
+    for pairing in ("duplicate", "independent"):
+        path = tmp_path / f"{pairing}.json"
+        done = run_arena("compare", "--candidate", GREEDY, "--baseline", GREEDY, "--units", "20", "--pairing", pairing,
+                         "--move-time", "500", "--json", str(path), timeout=240)
+        assert done.returncode == 0, done.stdout + done.stderr
+        report = json.loads(path.read_text())
+        assert (report["mode"], report["status"], report["games"]) == ("fixed", "done", 20)
+        margins[pairing] = report["statistics"]["variance"]
+    assert margins["duplicate"] == 0.0
+    assert margins["independent"] > 0.0
+
+
+def test_games_unit_and_pentanomial_report(tmp_path: Path) -> None:
+    """Full games: pair scores in the pentanomial counts add up to the pairs, W/D/L to the games,
+    and each game deals at least one whole deck."""
+    path = tmp_path / "games.json"
+    done = run_arena("compare", "--candidate", GREEDY, "--baseline", RANDOM, "--unit", "games", "--units", "8",
+                     "--move-time", "500", "--json", str(path), timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(path.read_text())
+    assert report["unit"] == "games" and sum(report["pentanomial"]) == report["pairs"] == 4
+    assert report["wins"] + report["draws"] + report["losses"] == 8
+    assert report["deals"] >= 8 and report["cards_dealt"] == 52 * report["deals"]
+    assert report["statistics"]["elo"] is not None
+
+
+def test_sprt_estimate_and_usage_errors() -> None:
+    """--sprt-estimate plays nothing and prints the expected size; mismatched bounds and bad
+    arguments are one-line usage errors with exit status 2."""
+    done = run_arena("compare", "--candidate", "x", "--baseline", "y", "--sprt-estimate", "--true-effect", "0.5",
+                     "--variance", "9")
+    assert done.returncode == 0, done.stderr
+    assert "expected pairs" in done.stdout and "P(accept H1) = 0.950" in done.stdout
+    for args in (
+        ["--unit", "deals", "--elo1", "10"],
+        ["--unit", "games", "--margin1", "1"],
+        ["--margin0", "1", "--margin1", "0"],
+        ["--concurrency", "0"],
+        ["--sprt-estimate"],
+    ):
+        bad = run_arena("compare", "--candidate", RANDOM, "--baseline", RANDOM, *args)
+        assert bad.returncode == 2, (args, bad.stdout, bad.stderr)
+        assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("arena: error:"), (args, bad.stderr)
+    bad = run_arena("compare", "--candidate", "no-such-program-xyz", "--baseline", RANDOM)
+    assert bad.returncode == 2 and bad.stderr.startswith("arena: error:"), bad.stderr
+
+
+def test_gauntlet_reports_each_opponent_and_trueskill(tmp_path: Path) -> None:
+    """The candidate against two reference bots: a row per opponent plus overall, and TrueSkill."""
+    path = tmp_path / "gauntlet.json"
+    done = run_arena("gauntlet", "--candidate", GREEDY, "--opponent", f"random={RANDOM}", "--opponent",
+                     f"greedy={GREEDY}", "--units", "10", "--move-time", "500", "--json", str(path), timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(path.read_text())
+    assert [row["opponent"] for row in report["opponents"]] == ["random", "greedy"]
+    by_name = {row["opponent"]: row for row in report["opponents"]}
+    assert all(row["games"] == 10 for row in report["opponents"])
+    assert by_name["greedy"]["mean_margin"] == 0.0  # itself, duplicated: every deal cancels
+    assert by_name["random"]["mean_margin"] > 0
+    assert report["overall"]["games"] == 20
+    assert set(report["trueskill"]) == {"candidate", "random", "greedy"}
+    assert "overall" in done.stdout and "TrueSkill after the run" in done.stdout
+    bad = run_arena("gauntlet", "--candidate", GREEDY, "--opponent", "nameless")
+    assert bad.returncode == 2 and bad.stderr.startswith("arena: error:")
