@@ -32,14 +32,14 @@ def new_marker() -> str:
     return uuid.uuid4().hex
 
 
-def _toml(value: Any) -> str:
+def toml_value(value: Any) -> str:
     """A TOML value: strings as basic strings (JSON escapes are valid TOML ones), tables inline."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, str)):
         return json.dumps(value)
     if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
     raise TypeError(f"no TOML for {value!r}")
 
 
@@ -47,14 +47,14 @@ def write_tournament(path: Path, top: Mapping[str, Any], bots: Sequence[Mapping[
                      time_control: Mapping[str, int] | None = None, marker: str | None = None) -> Path:
     """Write a tournament file: top-level keys, an optional [time] table and the [[bots]];
     with ``marker``, every bot's env gets MARKER_ENV=marker."""
-    lines = [f"{key} = {_toml(value)}" for key, value in top.items()]
+    lines = [f"{key} = {toml_value(value)}" for key, value in top.items()]
     if time_control:
-        lines += ["", "[time]", *(f"{key} = {_toml(value)}" for key, value in time_control.items())]
+        lines += ["", "[time]", *(f"{key} = {toml_value(value)}" for key, value in time_control.items())]
     for bot in bots:
         entry = dict(bot)
         if marker is not None:
             entry["env"] = {**entry.get("env", {}), MARKER_ENV: marker}
-        lines += ["", "[[bots]]", *(f"{key} = {_toml(value)}" for key, value in entry.items())]
+        lines += ["", "[[bots]]", *(f"{key} = {toml_value(value)}" for key, value in entry.items())]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

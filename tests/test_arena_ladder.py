@@ -25,10 +25,10 @@ from arena.config import load_config
 from arena.ladder import plan_round
 from arena.ratings import Rating
 from arena.storage import GameRow, Store
+from tests.arena_support import MARKER_ENV, marked_processes, toml_value, wait_no_marked_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_BOTS = ROOT / "sample_bots" / "python"
-MARKER_ENV = "ARENA_LADDER_TEST_MARKER"  # in the environment of a test's `arena serve`, so of its bots
 WAIT_S = 120.0  # bound of every wait for a round or a process: generous for a loaded 2-core machine
 TIME = {"move_ms": 500, "startup_ms": 20000}
 T = TypeVar("T")
@@ -43,48 +43,22 @@ RANDOM_A = {"name": "random-a", "command": bot_command("random_bot.py"), "env": 
 RANDOM_B = {"name": "random-b", "command": bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "22"}}
 
 
-def _toml(value: Any) -> str:
-    """A TOML value: strings as basic strings (JSON's escapes are TOML's), tables inline."""
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
-    return json.dumps(value)
-
-
 def write_ladder(path: Path, database: str, bots: list[dict[str, Any]], ladder: dict[str, Any] | None,
                  concurrency: int = 2) -> Path:
     """A 2-player tournament file (seeded, fast moves) with the given [ladder] section, or none."""
-    lines = [f"name = {_toml(path.stem)}", "players = 2", "seed = 11", f"concurrency = {concurrency}",
-             f"database = {_toml(database)}", "", "[time]", *(f"{k} = {v}" for k, v in TIME.items())]
+    lines = [f"name = {toml_value(path.stem)}", "players = 2", "seed = 11", f"concurrency = {concurrency}",
+             f"database = {toml_value(database)}", "", "[time]", *(f"{k} = {v}" for k, v in TIME.items())]
     for bot in bots:
-        lines += ["", "[[bots]]", *(f"{k} = {_toml(v)}" for k, v in bot.items())]
+        lines += ["", "[[bots]]", *(f"{k} = {toml_value(v)}" for k, v in bot.items())]
     if ladder is not None:
-        lines += ["", "[ladder]", *(f"{k} = {_toml(v)}" for k, v in ladder.items())]
+        lines += ["", "[ladder]", *(f"{k} = {toml_value(v)}" for k, v in ladder.items())]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
-def marked_processes(marker: str) -> list[tuple[int, str]]:
-    """Live processes (zombies excluded) whose environment holds MARKER_ENV=marker."""
-    wanted = f"{MARKER_ENV}={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        if cmdline and wanted in environ.split(b"\0"):
-            found.append((int(entry.name), cmdline))
-    return found
-
-
 def assert_no_processes_left(marker: str, wait_s: float = 10.0) -> None:
     """No process of this test's ladder (server or bot) is alive, polling up to ``wait_s``."""
-    deadline = time.monotonic() + wait_s
-    while (left := marked_processes(marker)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    left = wait_no_marked_processes(marker, wait_s)
     assert not left, f"processes left running: {left}"
 
 
