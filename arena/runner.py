@@ -146,19 +146,20 @@ class TournamentRunner:
             log.info("%d game(s) left running by an earlier process will be replayed", requeued)
         self.store.apply_ratings(self.tid)
         bots = {b.position: SeatBot(b.name, BotEndpoint.parse(b.spec, cwd=b.cwd, env=b.env)) for b in self.store.bots(self.tid)}
-        running: set[asyncio.Task[None]] = set()
+        running: dict[asyncio.Task[None], GameTask] = {}
         stop_wait = asyncio.ensure_future(self.stopping.wait())
         try:
             while True:
                 if not self.stopping.is_set() and len(running) < self.concurrency:
-                    for task in self.store.claim(self.tid, self.concurrency - len(running)):
-                        running.add(asyncio.create_task(self._play(task, bots), name=f"game-{task.number}"))
+                    busy = {position for task in running.values() for position in task.seat_bots}
+                    for task in self.store.claim(self.tid, self.concurrency - len(running), busy):
+                        running[asyncio.create_task(self._play(task, bots), name=f"game-{task.number}")] = task
                 if not running:
                     self._rate(now=True)
                     return
-                done, _ = await asyncio.wait(running | {stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait({*running, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
                 for finished in done - {stop_wait}:
-                    running.discard(finished)  # type: ignore[arg-type]
+                    running.pop(finished)  # type: ignore[call-overload]
                     finished.result()  # an unexpected error in our own bookkeeping stops the run
         finally:
             stop_wait.cancel()

@@ -9,7 +9,7 @@ killed at any moment leaves either a finished game or one to replay, never half 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from .results import GameOutcome
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 RATING_BATCH = 64  # games read at a time when rating
+CLAIM_WINDOW = 8  # pending games looked at when choosing ones whose bots are free
 
 
 class StorageError(Exception):
@@ -243,20 +244,39 @@ class Store:
                                .values(status=GameStatus.PENDING.value))
             return result.rowcount or 0
 
-    def claim(self, tid: int, limit: int) -> list[GameTask]:
-        """Start up to ``limit`` pending games, lowest numbers first: one UPDATE ... RETURNING
-        (on PostgreSQL the rows are locked with SKIP LOCKED, so several workers never share one)."""
-        pending = (select(Game.id).where(Game.tournament_id == tid, Game.status == GameStatus.PENDING.value)
-                   .order_by(Game.number).limit(limit))
-        if self.engine.dialect.name == "postgresql":
-            pending = pending.with_for_update(skip_locked=True)
-        statement = (
-            update(Game).where(Game.id.in_(pending.scalar_subquery()))
-            .values(status=GameStatus.RUNNING.value, attempt=Game.attempt + 1, started_at=utcnow())
-            .returning(Game.id, Game.number, Game.attempt, Game.round, Game.set_number, Game.deck_seed, Game.seat_bots)
-        )
+    def claim(self, tid: int, limit: int, busy: Collection[int] = (), window: int = CLAIM_WINDOW) -> list[GameTask]:
+        """Start up to ``limit`` pending games (as many as there are, up to ``limit``): first, among
+        the next ``window`` pending games, those whose bots are not ``busy`` (bot positions playing
+        now) nor in another chosen game, so a bot needs fewer processes at once; then the lowest
+        numbers. One UPDATE ... RETURNING (with SKIP LOCKED on PostgreSQL: several workers never
+        share a game)."""
         with self.engine.begin() as conn:
-            rows = conn.execute(statement).all()
+            pending = (select(Game.id, Game.seat_bots)
+                       .where(Game.tournament_id == tid, Game.status == GameStatus.PENDING.value)
+                       .order_by(Game.number).limit(max(limit, window)))
+            if self.engine.dialect.name == "postgresql":
+                pending = pending.with_for_update(skip_locked=True)
+            candidates = conn.execute(pending).all()
+            taken: set[int] = set(busy)
+            chosen = []
+            for game_id, seats in candidates:
+                if len(chosen) == limit:
+                    break
+                if not taken.intersection(seats):
+                    chosen.append(game_id)
+                    taken.update(seats)
+            for game_id, _ in candidates:  # then the lowest numbers, clashes or not: nothing waits
+                if len(chosen) == limit:
+                    break
+                if game_id not in chosen:
+                    chosen.append(game_id)
+            if not chosen:
+                return []
+            rows = conn.execute(
+                update(Game).where(Game.id.in_(chosen), Game.status == GameStatus.PENDING.value)
+                .values(status=GameStatus.RUNNING.value, attempt=Game.attempt + 1, started_at=utcnow())
+                .returning(Game.id, Game.number, Game.attempt, Game.round, Game.set_number, Game.deck_seed, Game.seat_bots)
+            ).all()
         return sorted((GameTask(i, n, a, r, st, d, tuple(seats)) for i, n, a, r, st, d, seats in rows),
                       key=lambda task: task.number)
 

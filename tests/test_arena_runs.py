@@ -449,3 +449,27 @@ def test_migration_creates_exactly_the_models_tables(store_url: str) -> None:
             assert [diff[0] for diff in compare_metadata(context, changed)] == ["add_table"]
     finally:
         store.close()
+
+
+def test_claim_prefers_games_whose_bots_are_free_but_never_starts_fewer(store_url: str) -> None:
+    """With 6 bots, two games claimed at once are chosen so no bot plays both (a bot then needs
+    one process, not two), and bots busy elsewhere are avoided; when only clashing games are
+    left, they are still started: concurrency is never lost."""
+    store = Store(store_url)
+    try:
+        bots = [(f"b{i}", "python bot.py", None, {}) for i in range(6)]
+        tid = store.create_tournament("claim", "c" * 64, {"players": 2}, bots)
+        store.add_games(tid, 1, round_robin(6, 2, 2, True, 5))
+        first, second = store.claim(tid, 2)
+        assert not set(first.seat_bots) & set(second.seat_bots)
+        assert first.number == 1 and second.number > 2  # game 2 is game 1's duplicate partner
+        busy = set(first.seat_bots) | set(second.seat_bots)
+        (third,) = store.claim(tid, 1, busy)
+        assert not set(third.seat_bots) & busy
+        total = store.counts(tid)["pending"] + 3
+        claimed = 3
+        while store.counts(tid)["pending"]:
+            claimed += len(store.claim(tid, 2, busy=set(range(6))))  # every bot busy: still started
+        assert claimed == total
+    finally:
+        store.close()
