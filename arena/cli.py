@@ -148,6 +148,11 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         console.print(head_to_head_table(standings))
         for line in failures:
             console.print(f"[red]referee failure[/red] {line}")
+        for row in standings.rows:
+            if row.forfeits.get("startup"):
+                console.print(f"[red]{row.name} could not be started[/red] for {row.forfeits['startup']} game(s): "
+                              f"see `arena games {config.path.name} --bot {row.name} --failed` and its log in "
+                              f"{logs_dir_for(config)}", soft_wrap=True)
         pending = counts["pending"] + counts["running"]
         if pending:
             console.print(f"stopped with {pending} games still to play: run the same command again to resume")

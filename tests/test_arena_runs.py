@@ -396,6 +396,8 @@ def test_bots_that_fail_at_startup_or_crash_forfeit_only_their_games(tmp_path: P
         kill_marked_processes(marker)  # only after a failure: the arena stops its bots itself
     assert done.returncode == 0, done.stdout + done.stderr
     assert left == [], "bot processes left running"
+    assert "no-start could not be started for 4 game(s)" in done.stdout  # reported, and the run went on
+    assert "crasher could not be started" not in done.stdout
 
     store = Store(load_config(path).database)
     try:
