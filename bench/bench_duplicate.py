@@ -41,16 +41,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_bots import make_bot, resolve  # noqa: E402  (also puts sample_bots/python on the path)
+from eval_bots import make_bot, run_game  # noqa: E402  (also puts sample_bots/python on the path)
 
 from arena.compare import CARDS_PER_DEAL, PAIRINGS  # noqa: E402
 from arena.pairings import deck_seed  # noqa: E402
 from arena.stats import (  # noqa: E402
     DEFAULT_MIN_PAIRS, UNITS, MarginSprt, PentanomialSprt, SprtBounds, expected_units, score_to_elo,
 )
-from casino.v1 import bot_pb2, game_pb2  # noqa: E402
-from referee.convert import turn_to_pb  # noqa: E402
-from referee.rules import RuleOptions, apply, legal_moves, new_game, observation  # noqa: E402
+from referee.rules import RuleOptions  # noqa: E402
 
 MATCHUPS = {"greedy-random": ("greedy", "random"), "lookahead-greedy": ("lookahead", "greedy")}
 ALPHA = BETA = 0.05
@@ -113,39 +111,17 @@ def rule_options(unit: str) -> RuleOptions:
 
 
 def play_game(task: GameTask) -> GameRecord:
-    """Play one game in-process as bench/eval_bots.py does, with the unit's rule options (which
-    the bots also get, as the SDK's handshake would give them)."""
+    """Play one game in-process as bench/eval_bots.py does (its run_game), with the unit's rule
+    options (which the bots also get, as the SDK's handshake would give them)."""
     options = rule_options(task.unit)
     side = task.candidate_side
     bots = {side: make_bot(task.candidate, 2 * task.bot_seed + 1, task.samples),
             1 - side: make_bot(task.baseline, 2 * task.bot_seed + 2, task.samples)}
     seat_bot = [bots[options.side_of(s)] for s in range(options.players)]
     names = [task.candidate if options.side_of(s) == side else task.baseline for s in range(options.players)]
-    game_id = task.game_id
-    for seat, bot in enumerate(seat_bot):
-        bot.options = options
-        bot.on_game_start(bot_pb2.GameStart(game_id=game_id, game_number=1, seat=seat,
-                                            side=options.side_of(seat), player_names=names))
-    state = new_game(options, seed=task.deck_seed)
-    turn_id = 0
-    while not state.is_over:
-        seat, deal, number = state.to_move, state.deal, state.plays + 1
-        moves = legal_moves(state)
-        turn_id += 1
-        bot = seat_bot[seat]
-        bot.turn_started = time.monotonic()
-        move = resolve(bot.choose(turn_to_pb(game_id, turn_id, observation(state, seat), moves, 1000, 0)), moves)
-        state = apply(state, move)
-        made = bot_pb2.PlayMade(game_id=game_id, seat=seat, move=str(move), deal=deal, play_number=number)
-        for b in seat_bot:
-            b.on_play(made)
+    state, _, _ = run_game(seat_bot, options, task.deck_seed, task.game_id, names, tell_options=True)
     result = state.result
     assert result is not None
-    end = bot_pb2.GameEnd(result=game_pb2.GameResult(
-        game_id=game_id, termination=game_pb2.TERMINATION_NORMAL, reason=result.reason.value,
-        winner_side=-1 if result.winner is None else result.winner, scores=result.scores, deals=result.deals))
-    for b in seat_bot:
-        b.on_game_end(end)
     score = 0.5 if result.winner is None else float(result.winner == side)
     return GameRecord(result.scores[side], result.scores[1 - side], score, result.deals)
 

@@ -34,7 +34,7 @@ from greedy_bot import GreedyBot  # noqa: E402
 from lookahead_bot import LookaheadBot  # noqa: E402
 from random_bot import RandomBot  # noqa: E402
 from referee.convert import move_from_pb, turn_to_pb  # noqa: E402
-from referee.rules import Move, RuleOptions, apply, legal_moves, new_game, observation, parse_move  # noqa: E402
+from referee.rules import GameState, Move, RuleOptions, apply, legal_moves, new_game, observation, parse_move  # noqa: E402
 
 BOTS = ("random", "greedy", "lookahead")
 
@@ -64,20 +64,19 @@ def resolve(choice: object, moves: list[Move]) -> Move:
     return move
 
 
-def play_game(task: tuple[str, str, int, int, int, int]) -> dict[str, object]:
-    """One game; A plays side ``a_side``. Returns the outcome from A's point of view."""
-    a_name, b_name, seed, a_side, players, samples = task
-    options = RuleOptions(players=players)
-    bots = {a_side: make_bot(a_name, seed * 2 + 1, samples), 1 - a_side: make_bot(b_name, seed * 2 + 2, samples)}
-    seat_bot = [bots[options.side_of(s)] for s in range(players)]
-    game_id = f"s{seed}-a{a_side}"
-    names = [a_name if options.side_of(s) == a_side else b_name for s in range(players)]
-    for s in range(players):
-        seat_bot[s].on_game_start(bot_pb2.GameStart(game_id=game_id, game_number=1, seat=s,
-                                                    side=options.side_of(s), player_names=names))
+def run_game(seat_bot: list, options: RuleOptions, seed: int, game_id: str, names: list[str],  # type: ignore[type-arg]
+             tell_options: bool = False) -> tuple[GameState, list[float], list[int]]:
+    """One game in-process, each bot getting what it would over gRPC (GameStart, a Turn per move,
+    PlayMade after every play, GameEnd; with ``tell_options`` the handshake's rule options too).
+    Returns the final state and each seat's thinking time and number of decisions."""
+    players = options.players
+    for seat, bot in enumerate(seat_bot):
+        if tell_options:
+            bot.options = options
+        bot.on_game_start(bot_pb2.GameStart(game_id=game_id, game_number=1, seat=seat,
+                                            side=options.side_of(seat), player_names=names))
     state = new_game(options, seed=seed)
-    spent = {a_side: 0.0, 1 - a_side: 0.0}
-    decisions = {a_side: 0, 1 - a_side: 0}
+    spent, decisions = [0.0] * players, [0] * players
     turn_id = 0
     while not state.is_over:
         seat, deal, number = state.to_move, state.deal, state.plays + 1
@@ -88,9 +87,8 @@ def play_game(task: tuple[str, str, int, int, int, int]) -> dict[str, object]:
         start = time.perf_counter()
         bot.turn_started = time.monotonic()
         move = resolve(bot.choose(turn), moves)
-        side = options.side_of(seat)
-        spent[side] += time.perf_counter() - start
-        decisions[side] += 1
+        spent[seat] += time.perf_counter() - start
+        decisions[seat] += 1
         state = apply(state, move)
         made = bot_pb2.PlayMade(game_id=game_id, seat=seat, move=str(move), deal=deal, play_number=number)
         for b in seat_bot:
@@ -102,6 +100,21 @@ def play_game(task: tuple[str, str, int, int, int, int]) -> dict[str, object]:
         winner_side=-1 if result.winner is None else result.winner, scores=result.scores, deals=result.deals))
     for b in seat_bot:
         b.on_game_end(end)
+    return state, spent, decisions
+
+
+def play_game(task: tuple[str, str, int, int, int, int]) -> dict[str, object]:
+    """One game; A plays side ``a_side``. Returns the outcome from A's point of view."""
+    a_name, b_name, seed, a_side, players, samples = task
+    options = RuleOptions(players=players)
+    bots = {a_side: make_bot(a_name, seed * 2 + 1, samples), 1 - a_side: make_bot(b_name, seed * 2 + 2, samples)}
+    seat_bot = [bots[options.side_of(s)] for s in range(players)]
+    names = [a_name if options.side_of(s) == a_side else b_name for s in range(players)]
+    state, spent_seat, decisions_seat = run_game(seat_bot, options, seed, f"s{seed}-a{a_side}", names)
+    result = state.result
+    assert result is not None
+    spent = {side: sum(t for s, t in enumerate(spent_seat) if options.side_of(s) == side) for side in (0, 1)}
+    decisions = {side: sum(d for s, d in enumerate(decisions_seat) if options.side_of(s) == side) for side in (0, 1)}
     outcome = 0.5 if result.winner is None else float(result.winner == a_side)
     return {
         "seed": seed, "a_side": a_side, "outcome": outcome,
