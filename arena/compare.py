@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,20 +95,11 @@ def candidate_seats(players: int, candidate_first: bool) -> tuple[bool, ...]:
     return first if candidate_first else tuple(not c for c in first)
 
 
-def _game_score(result: game_pb2.GameResult, side: int, forfeited: bool) -> float:
-    if forfeited:
-        return 0.0
+def _game_score(result: game_pb2.GameResult, side: int, side_rank: int) -> float:
+    """1 for the winning side, ½ for a side sharing the top rank with no winner, else 0."""
     if result.winner_side == side:
         return 1.0
-    top = min(result.ranks)
-    # the side's rank: every seat of a side has the same one
-    return 0.5 if result.winner_side < 0 and result.scores and _rank_of_side(result, side) == top else 0.0
-
-
-def _rank_of_side(result: game_pb2.GameResult, side: int) -> int:
-    players = len(result.ranks)
-    seat = next(s for s in range(players) if (s % 2 if players == 4 else s) == side)
-    return result.ranks[seat]
+    return 0.5 if result.winner_side < 0 and side_rank == min(result.ranks) else 0.0
 
 
 def score_game(report: GameReport, cand: tuple[bool, ...]) -> tuple[float, int, list[str]]:
@@ -131,7 +122,7 @@ def score_game(report: GameReport, cand: tuple[bool, ...]) -> tuple[float, int, 
     if cand_forfeit and base_forfeit:
         return 0.5, 0, failures
     margin = result.scores[cand_side] - result.scores[base_side]
-    return _game_score(result, cand_side, False), margin, failures
+    return _game_score(result, cand_side, result.ranks[cand.index(True)]), margin, failures
 
 
 class Comparison:
@@ -289,6 +280,3 @@ def endpoint_bot(name: str, spec: str) -> SeatBot:
     """A SeatBot from a command line or address (EndpointError when it is neither)."""
     return SeatBot(name, BotEndpoint.parse(spec))
 
-
-def pair_values(pairs: Sequence[PairResult]) -> list[float]:
-    return [p.value for p in pairs]

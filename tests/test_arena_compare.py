@@ -124,3 +124,28 @@ def test_gauntlet_reports_each_opponent_and_trueskill(tmp_path: Path) -> None:
     assert "overall" in done.stdout and "TrueSkill after the run" in done.stdout
     bad = run_arena("gauntlet", "--candidate", GREEDY, "--opponent", "nameless")
     assert bad.returncode == 2 and bad.stderr.startswith("arena: error:")
+
+
+def test_score_game_counts_wins_draws_and_forfeits() -> None:
+    """The candidate's game score and point margin from a result: a win, a shared top (draw), a
+    forfeit by either side (±11 points, the whole deal), and 4-player teams (seats 0+2)."""
+    from casino.v1 import game_pb2
+    from referee.match import GameReport
+    from arena.compare import FORFEIT_MARGIN, candidate_seats, score_game
+
+    def report(scores: list[int], ranks: list[int], winner: int, forfeit_seat: int | None = None) -> GameReport:
+        failures = [] if forfeit_seat is None else [game_pb2.Failure(seat=forfeit_seat, kind=game_pb2.FAILURE_KIND_CRASH,
+                                                                     reason="exited", forfeit=True)]
+        result = game_pb2.GameResult(scores=scores, ranks=ranks, winner_side=winner, failures=failures)
+        return GameReport("g", 1, [0, 1], result, {})
+
+    first, second = candidate_seats(2, True), candidate_seats(2, False)
+    assert score_game(report([21, 9], [1, 2], 0), first)[:2] == (1.0, 12)
+    assert score_game(report([21, 9], [1, 2], 0), second)[:2] == (0.0, -12)
+    assert score_game(report([7, 7], [1, 1], -1), first)[:2] == (0.5, 0)
+    assert score_game(report([3, 1], [2, 1], 1, forfeit_seat=0), first)[:2] == (0.0, -FORFEIT_MARGIN)
+    score, margin, failures = score_game(report([3, 1], [2, 1], 1, forfeit_seat=0), second)
+    assert (score, margin) == (1.0, FORFEIT_MARGIN) and failures == ["baseline seat 0: crash: exited"]
+    teams = candidate_seats(4, False)  # the candidate's copies sit at seats 1 and 3: side 1
+    assert teams == (False, True, False, True)
+    assert score_game(report([4, 9], [2, 1, 2, 1], 1), teams)[:2] == (1.0, 5)
