@@ -26,9 +26,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from referee.errors import EndpointError
 from referee.render import record_lines
 
-from .config import ConfigError, TournamentConfig, load_config
-from .executor import InProcessExecutor
 from .compare_cli import add_compare_parser, add_gauntlet_parser
+from .config import ConfigError, TournamentConfig, load_config
+from .console import make_console
+from .executor import InProcessExecutor
 from .errors import UsageError
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
 from .standings import head_to_head_table, standings_csv, standings_json, standings_table
@@ -54,11 +55,6 @@ def _open(config: TournamentConfig) -> tuple[Store, int]:
     if tid is None:
         raise UsageError(f"tournament {config.name!r} has not been run yet (no games in {store.url_for_people})")
     return store, tid
-
-
-def make_console() -> Console:
-    """stdout as rich sees it; a pipe or file gets 120 columns so standings are not cut."""
-    return Console() if sys.stdout.isatty() else Console(width=120)
 
 
 # --- run ------------------------------------------------------------------------------------

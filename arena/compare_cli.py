@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from rich.table import Table
 from referee.clock import TimeControl
 
 from .compare import Comparison, CompareSpec, PairResult, endpoint_bot
+from .console import make_console
 from .errors import UsageError
 from .executor import InProcessExecutor
 from .ratings import RatingBook
@@ -98,10 +98,6 @@ def _check_common(args: argparse.Namespace) -> None:
         raise UsageError(f"--move-time must be at least 1 ms, not {args.move_time}")
 
 
-def _console() -> Console:
-    return Console(stderr=False) if sys.stdout.isatty() else Console(width=120)
-
-
 def live_line(comparison: Comparison) -> str:
     """One line of the state of a comparison: pairs, statistic, LLR against its bounds, estimate."""
     spec = comparison.spec
@@ -164,7 +160,7 @@ def _write_json(path: str | None, report: dict[str, Any]) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     _check_common(args)
     bounds = _bounds(args)
-    console = _console()
+    console = make_console()
     if args.sprt_estimate:
         if args.true_effect is None:
             raise UsageError("--sprt-estimate needs --true-effect (margin per deal, or Elo)")
@@ -247,7 +243,7 @@ def cmd_gauntlet(args: argparse.Namespace) -> int:
     if args.units < 2:
         raise UsageError(f"--units must be at least 2, not {args.units}")
     opponents = _opponents(args.opponent)
-    console = _console()
+    console = make_console()
     candidate = endpoint_bot("candidate", args.candidate)
     rows: list[dict[str, Any]] = []
     all_values: list[float] = []

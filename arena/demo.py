@@ -16,7 +16,8 @@ from pathlib import Path
 
 from referee.demo import SAMPLE_BOTS, sample_bot_commands
 
-from .cli import make_console, run_tournament
+from .cli import run_tournament
+from .console import make_console
 from .config import load_config
 
 LOOKAHEAD_SHARE = 0.4  # the lookahead bot thinks for this share of each move's time

@@ -22,7 +22,6 @@ from .rules import (
     game_record,
     new_game,
     parse_deck,
-    replay_record,
 )
 
 EXIT_USAGE = 2

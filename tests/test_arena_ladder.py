@@ -5,7 +5,6 @@ start finishing the round, and the usage errors."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets

@@ -1,0 +1,12 @@
+"""The terminal the arena's commands print to."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+
+def make_console() -> Console:
+    """stdout as rich sees it; a pipe or file gets 120 columns so tables are not cut."""
+    return Console() if sys.stdout.isatty() else Console(width=120)
