@@ -7,6 +7,8 @@ process and reports games/s (from the first game started to the last stored, bot
 included), peak memory of the arena process and of the largest bot, and where the CPU went:
 the arena's own bookkeeping (storage, ratings, standings: timed by wrapping those calls), the
 referee (the rest of this process) and the bots (their processes' CPU, collected when they exit).
+A bot's peak memory is its own VmHWM, sampled from /proc while it runs: RUSAGE_CHILDREN's maxrss
+would report the forked copy of the arena before it exec'd the bot.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -75,13 +78,48 @@ def tournament_file(folder: Path, games_per_pairing: int, concurrency: int, data
     return path
 
 
+class BotMemorySampler:
+    """Peak VmHWM and count of this process's direct children (the bots), read from /proc on Linux."""
+
+    def __init__(self, interval_s: float = 0.2) -> None:
+        self.interval_s = interval_s
+        self.peak_kib: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> "BotMemorySampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        me = str(os.getpid())
+        while not self._stop.wait(self.interval_s):
+            for status in Path("/proc").glob("[0-9]*/status"):
+                try:
+                    fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+                except OSError:  # the process ended between listing and reading
+                    continue
+                if fields.get("PPid", "").strip() == me and "VmHWM" in fields:
+                    pid = int(status.parent.name)
+                    self.peak_kib[pid] = max(self.peak_kib.get(pid, 0), int(fields["VmHWM"].split()[0]))
+
+    @property
+    def largest_mib(self) -> float:
+        return max(self.peak_kib.values(), default=0) / 1024
+
+
 def one_run(games_per_pairing: int, concurrency: int, database: str | None) -> dict[str, float]:
     BOOKKEEPING["cpu"] = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         config = load_config(tournament_file(Path(tmp), games_per_pairing, concurrency, database))
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_before, wall_before = time.process_time(), time.perf_counter()
-        status = asyncio.run(cli.run_tournament(config, Console(file=io.StringIO(), width=120)))
+        with BotMemorySampler() as sampler:
+            status = asyncio.run(cli.run_tournament(config, Console(file=io.StringIO(), width=120)))
         wall = time.perf_counter() - wall_before
         cpu = time.process_time() - cpu_before
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -104,7 +142,7 @@ def one_run(games_per_pairing: int, concurrency: int, database: str | None) -> d
         "arena_share": BOOKKEEPING["cpu"] / total, "referee_share": (cpu - BOOKKEEPING["cpu"]) / total,
         "bots_share": bots_cpu / total,
         "arena_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "bot_peak_mib": children.ru_maxrss / 1024,
+        "bot_peak_mib": sampler.largest_mib, "bot_processes": len(sampler.peak_kib),
     }
 
 
@@ -125,7 +163,7 @@ def main() -> int:
         print(f"run {k + 1}: {r['games']} games in {r['wall_s']:.1f} s = {r['games_per_s']:.1f} games/s; CPU: arena "
               f"{r['arena_cpu_s']:.1f} s ({r['arena_share']:.1%}), referee {r['referee_cpu_s']:.1f} s ({r['referee_share']:.1%}), "
               f"bots {r['bots_cpu_s']:.1f} s ({r['bots_share']:.1%}); peak RSS arena {r['arena_peak_mib']:.0f} MiB, "
-              f"largest bot {r['bot_peak_mib']:.0f} MiB")
+              f"largest bot {r['bot_peak_mib']:.0f} MiB ({r['bot_processes']} bot processes)")
     med = {key: statistics.median(r[key] for r in results) for key in results[0]}
     rates = ", ".join(f"{r['games_per_s']:.1f}" for r in results)
     print(f"median of {args.runs}: {med['games_per_s']:.1f} games/s (runs: {rates}); "
