@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -87,6 +87,14 @@ class InProcessExecutor:
         finally:
             for pool, slot in zip(pools, slots):
                 pool.release(slot)
+
+    async def retire(self, keep: Collection[SeatBot]) -> list[str]:
+        """Stop the processes of every bot not in ``keep`` (a ladder's removed or re-specified bots);
+        the names retired. Call it between games: a slot out playing is not in its pool to stop."""
+        retired = [bot for bot in self._pools if bot not in keep]
+        for bot in retired:
+            await self._pools.pop(bot).close()
+        return [bot.name for bot in retired]
 
     async def close(self) -> None:
         """Stop every bot process this executor started."""

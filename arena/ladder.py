@@ -5,7 +5,8 @@ One APScheduler AsyncIOScheduler runs one job, a round; a round due while the la
 plays is skipped (max_instances=1, coalesce), so rounds never overlap. A round pairs the active
 bots with ``ladder_pairings`` (the most uncertain bots first, against the opponents that teach
 their ratings most), schedules the pairings' games after every earlier game with fresh decks, and
-plays them through one InProcessExecutor shared by every round (bot processes are reused).
+plays them through one InProcessExecutor shared by every round (bot processes are reused; after
+each round, the processes of bots removed from the pool, or given a new command, are stopped).
 Games left pending or running by an earlier serve are played first, as the round they belong to.
 
 SIGTERM or SIGINT: no new round; the running games finish, unstarted ones stay pending for the
@@ -31,7 +32,7 @@ from .config import ConfigError, LadderConfig, TournamentConfig
 from .executor import InProcessExecutor
 from .pairings import ScheduledGame, ladder_pairings, schedule, set_size
 from .ratings import default_rating
-from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
+from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
 from .standings import standings_table
 from .storage import BotRow, Store
 
@@ -172,6 +173,7 @@ class LadderServer:
             self.console.print(f"round {number}: abandoned with {self.games_left()} game(s) left for the next start")
             raise
         self.rounds_played += 1
+        await self.retire_removed_bots()
         self.report(number, played)
         if self.max_rounds is not None and self.rounds_played >= self.max_rounds:
             self.stop()
@@ -206,6 +208,12 @@ class LadderServer:
             runner.stopping.set()
         await runner.run()
         return played
+
+    async def retire_removed_bots(self) -> None:
+        """Stop the processes of bots removed (or given a new command) since they were started."""
+        retired = await self.executor.retire(set(seat_bots(self.store, self.tid, active_only=True).values()))
+        if retired:
+            log.info("stopped the processes of %s: no longer in the pool", ", ".join(retired))
 
     def games_left(self) -> int:
         """Games not played yet (pending, or running in a process that died)."""

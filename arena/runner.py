@@ -34,6 +34,12 @@ def current_standings(store: Store, tid: int) -> Standings:
     names = [b.name for b in store.bots(tid)]
     return compute_standings(names, store.outcomes(tid), store.ratings(tid))
 
+def seat_bots(store: Store, tid: int, active_only: bool = False) -> dict[int, SeatBot]:
+    """The tournament's bots as games need them, by position (only the active ones: a ladder's pool)."""
+    return {b.position: SeatBot(b.name, BotEndpoint.parse(b.spec, cwd=b.cwd, env=b.env))
+            for b in store.bots(tid, active_only=active_only)}
+
+
 def logs_dir_for(config: TournamentConfig) -> Path:
     """Bot logs of a tournament: next to its file, under ``<stem>-logs/``."""
     return config.path.with_name(f"{config.path.stem}-logs")
@@ -145,7 +151,7 @@ class TournamentRunner:
         if requeued:
             log.info("%d game(s) left running by an earlier process will be replayed", requeued)
         self.store.apply_ratings(self.tid)
-        bots = {b.position: SeatBot(b.name, BotEndpoint.parse(b.spec, cwd=b.cwd, env=b.env)) for b in self.store.bots(self.tid)}
+        bots = seat_bots(self.store, self.tid)
         running: dict[asyncio.Task[None], GameTask] = {}
         stop_wait = asyncio.ensure_future(self.stopping.wait())
         try:

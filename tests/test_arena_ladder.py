@@ -24,7 +24,9 @@ from arena.config import load_config
 from arena.ladder import plan_round
 from arena.ratings import Rating
 from arena.storage import GameRow, Store
-from tests.arena_support import MARKER_ENV, marked_processes, toml_value, wait_no_marked_processes
+from tests.arena_support import (
+    MARKER_ENV, kill_marked_processes, marked_processes, toml_value, wait_no_marked_processes,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_BOTS = ROOT / "sample_bots" / "python"
@@ -317,6 +319,37 @@ def test_removed_bot_leaves_later_rounds_but_keeps_its_games_and_rating(make_lad
     proc.send_signal(signal.SIGTERM)
     ladder.finish(proc, out)
     assert len(ladder.games()) == len(games)
+    assert_no_processes_left(ladder.marker)
+
+
+def test_removed_bot_processes_stop_after_the_round_while_the_ladder_goes_on(
+        make_ladder: Callable[..., Ladder]) -> None:
+    # random-b carries a marker of its own, so its processes can be told from the others'. It is
+    # removed once round 1 is scheduled (round 2 is not due before the 6 s interval): whether the
+    # removal lands during round 1 or after it, by the end of round 2 its processes are stopped,
+    # while the server and the bots still in the pool stay up for round 3.
+    leaver = secrets.token_hex(8)
+    ladder = make_ladder([GREEDY, RANDOM_A, {**RANDOM_B, "env": {**RANDOM_B["env"], MARKER_ENV: leaver}}],
+                         {"interval": "6s", "pairings_per_bot": 1})
+    proc, out = ladder.start_serve()
+    try:
+        wait_for("round 1 to be scheduled", lambda: by_round(ladder.games()).get(1), proc)
+        assert ladder.run("bots", "remove", "random-b", "-f", str(ladder.path)).returncode == 0
+        wait_for("round 2 to be played",
+                 lambda: re.search(r"^round 2: \d+ games? played", out.read_text(encoding="utf-8"), flags=re.M), proc)
+        assert marked_processes(leaver) == [], "the removed bot's processes are stopped after the round"
+        staying = {cmd for _, cmd in marked_processes(ladder.marker)}
+        assert any("greedy_bot.py" in cmd for cmd in staying) and any("random_bot.py" in cmd for cmd in staying), \
+            f"the pool's bots keep their processes between rounds: {staying}"
+        assert proc.poll() is None
+        games = ladder.games()
+        removed = next(b for b in ladder.store.bots(ladder.tid or 0) if b.name == "random-b").position
+        assert any(removed in g.seat_bots for g in games if g.round == 1)
+        assert all(removed not in g.seat_bots for g in games if g.round >= 2)
+        proc.send_signal(signal.SIGTERM)
+        ladder.finish(proc, out)
+    finally:
+        kill_marked_processes(leaver)
     assert_no_processes_left(ladder.marker)
 
 
