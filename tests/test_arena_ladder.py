@@ -14,15 +14,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
-from arena.runner import current_standings
-from arena.config import load_config
-from arena.ladder import plan_round
+from arena.config import LadderConfig, load_config
+from arena.ladder import describe_schedule, ladder_trigger, plan_round
 from arena.ratings import Rating
+from arena.runner import current_standings
 from arena.storage import GameRow, Store
 from tests.arena_support import (
     MARKER_ENV, kill_marked_processes, marked_processes, toml_value, wait_no_marked_processes,
@@ -353,7 +356,39 @@ def test_removed_bot_processes_stop_after_the_round_while_the_ladder_goes_on(
     assert_no_processes_left(ladder.marker)
 
 
-# --- 4. usage errors --------------------------------------------------------------------------------
+# --- 4. the schedule: interval or cron -------------------------------------------------------------
+
+
+def test_ladder_trigger_fires_on_the_interval_or_the_crontab() -> None:
+    every = ladder_trigger(LadderConfig(interval_s=90.0, cron=None, pairings_per_bot=2, sets_per_pairing=1))
+    assert isinstance(every, IntervalTrigger) and every.interval == timedelta(seconds=90)
+
+    ladder = LadderConfig(interval_s=None, cron="*/10 * * * *", pairings_per_bot=2, sets_per_pairing=1)
+    cron = ladder_trigger(ladder)
+    assert isinstance(cron, CronTrigger)
+    now = datetime(2026, 11, 30, 9, 3, 20, tzinfo=cron.timezone)  # the crontab is in local time
+    fires = []
+    for _ in range(3):
+        now = cron.get_next_fire_time(None, now + timedelta(microseconds=1))
+        fires.append(now.strftime("%H:%M:%S"))
+    assert fires == ["09:10:00", "09:20:00", "09:30:00"]
+    assert describe_schedule(ladder) == "on cron '*/10 * * * *'"
+    assert [describe_schedule(LadderConfig(interval_s=v, cron=None, pairings_per_bot=1, sets_per_pairing=1))
+            for v in (90.0, 600.0, 7200.0, 86400.0)] == ["every 90s", "every 10m", "every 2h", "every 1d"]
+
+
+def test_cron_ladder_plays_its_first_round_at_start(make_ladder: Callable[..., Ladder]) -> None:
+    # a crontab's next time may be a minute away: the first round is not kept waiting for it
+    ladder = make_ladder([GREEDY, RANDOM_A], {"cron": "0 0 1 1 *", "pairings_per_bot": 1})
+    text = ladder.serve("--rounds", "1")
+    assert "a round on cron '0 0 1 1 *'" in text
+    assert re.search(r"^round 1: 2 games played; leader ", text, flags=re.M), text
+    games = assert_played_once(ladder)
+    assert [g.round for g in games] == [1, 1]
+    assert_no_processes_left(ladder.marker)
+
+
+# --- 5. usage errors --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("case", ["no-ladder", "rounds-0"])
