@@ -117,27 +117,35 @@ def schedule(groups: Sequence[tuple[int, ...]], players: int, games_per_pairing:
     n_rounds = games_per_pairing // size
 
     played: dict[int, int] = {bot: 0 for group in groups for bot in group}
+    # Pairings of the same bots (a 4-combination's three team splits) always share their counts,
+    # so they share one heap entry: the family's key is its counts' (sum, max), then the lowest
+    # (round, pairing) still pending in it, which is exactly the order of one entry per pairing.
+    families: dict[frozenset[int], list[int]] = {}
+    for p, group in enumerate(groups):
+        families.setdefault(frozenset(group), []).append(p)
+    members = list(families.values())
+    bots_of = [groups[family[0]] for family in members]
+    next_round = [0] * len(groups)
+    first_pending = [(0, family[0]) for family in members]  # each family's lowest (round, pairing)
 
-    def key(p: int, r: int) -> tuple[int, int, int, int]:
-        counts = [played[bot] for bot in groups[p]]
-        return (sum(counts), max(counts), r, p)
+    def key(f: int) -> tuple[int, int, int, int, int]:
+        counts = [played[bot] for bot in bots_of[f]]
+        return (sum(counts), max(counts), *first_pending[f], f)
 
-    # Lazy min-heap: a pairing's key never decreases (counts only grow, rounds only advance),
-    # so a popped entry whose key is still current is the true minimum. Only a pairing's
-    # lowest pending round can win (same bots, earlier round), so one entry per pairing.
-    # Stale entries are re-pushed, so cost grows about quadratically with the pairings
-    # (4 players, 12 bots, 4 games each: ~1.5 s; 16 bots: ~13 s).
-    heap = [key(p, 0) for p in range(len(groups))]
+    # Lazy min-heap: a family's key never decreases (counts only grow, rounds only advance), so
+    # a popped entry whose key is still current is the true minimum; stale entries are re-pushed.
+    heap = [key(f) for f in range(len(members))]
     heapq.heapify(heap)
     games: list[ScheduledGame] = []
     set_number = first_set
     while heap:
-        entry = heapq.heappop(heap)
-        _, _, r, p = entry
-        current = key(p, r)
+        entry = heap[0]
+        _, _, r, p, f = entry
+        current = key(f)
         if current != entry:
-            heapq.heappush(heap, current)
+            heapq.heapreplace(heap, current)
             continue
+        heapq.heappop(heap)
         pairing = groups[p]
         if duplicate:
             seats = rotations(pairing)
@@ -149,8 +157,11 @@ def schedule(groups: Sequence[tuple[int, ...]], players: int, games_per_pairing:
         set_number += 1
         for bot in pairing:
             played[bot] += size
-        if r + 1 < n_rounds:
-            heapq.heappush(heap, key(p, r + 1))
+        next_round[p] = r + 1
+        pending = [(next_round[q], q) for q in members[f] if next_round[q] < n_rounds]
+        if pending:
+            first_pending[f] = min(pending)
+            heapq.heappush(heap, key(f))
     return games
 
 

@@ -188,6 +188,33 @@ def test_deterministic_and_seed_sensitive(players: int, n: int) -> None:
     assert [(g.seat_bots, g.set_number) for g in other] == [(g.seat_bots, g.set_number) for g in first]
 
 
+def plain_greedy_order(groups: list[tuple[int, ...]], sets: int) -> list[tuple[tuple[int, ...], int]]:
+    """The documented order, computed the slow obvious way: each step scans every pending
+    (pairing, set round) for the smallest (sum of its bots' counts, max count, round, index)."""
+    played: Counter[int] = Counter()
+    next_round = [0] * len(groups)
+    order = []
+    while any(r < sets for r in next_round):
+        _, _, r, p = min((sum(played[b] for b in g), max(played[b] for b in g), next_round[i], i)
+                         for i, g in enumerate(groups) if next_round[i] < sets)
+        order.append((groups[p], r))
+        next_round[p] += 1
+        for bot in groups[p]:
+            played[bot] += 1
+    return order
+
+
+@pytest.mark.parametrize("players,n,sets", [(2, 7, 3), (3, 6, 2), (4, 6, 2), (4, 7, 1)])
+def test_order_is_the_documented_greedy(players: int, n: int, sets: int) -> None:
+    """The heap in schedule() (one entry per set of bots) gives exactly the plain greedy's order,
+    including ties between the three team splits of one 4-combination."""
+    groups = pairings(n, players)
+    games = round_robin(n, players, sets * players, duplicate=True, seed=3)
+    got = [(g.pairing, g.deck_seed) for g in games[::players]]  # one entry per duplicate set
+    want = [(pairing, deck_seed(3, r)) for pairing, r in plain_greedy_order(groups, sets)]
+    assert got == want
+
+
 def test_deck_seed_is_stable_in_range_and_mixed() -> None:
     seeds = [deck_seed(SEED, index) for index in range(2000)]
     assert all(0 <= s < 2**63 for s in seeds)
