@@ -51,8 +51,17 @@ class BotConnection:
         self._waiter: asyncio.Future[None] | None = None  # woken when a message arrives or the stream breaks
         self._reader: asyncio.Task[None] | None = None
         self.broken: StreamFailure | None = None
-        self._answered_turns: set[int] = set()
+        self._answered_turns: set[int] = set()  # this game's; the last game's below (see begin_game)
+        self._answered_last_game: set[int] = set()
         self._late_turns: set[int] = set()
+
+    def begin_game(self) -> None:
+        """A new game on this stream. Answered turns are remembered for this game and the last
+        one, so a stream that serves a whole tournament holds two games' turn ids, not every id
+        it ever answered. A copy of the last game's final answer read during this game is still a
+        second answer; an answer repeated from two games back is an answer to the wrong turn."""
+        self._answered_last_game = self._answered_turns
+        self._answered_turns = set()
 
     async def open(self, handshake: bot_pb2.Handshake, timeout_s: float) -> bot_pb2.Hello | StreamFailure:
         """Open the stream, send the handshake and wait for the Hello."""
@@ -195,7 +204,7 @@ class BotConnection:
             return reply, elapsed
         if reply.WhichOneof("reply") != "move":
             return StreamFailure(F.FAILURE_KIND_PROTOCOL, "answered a turn without a move", preview(reply)), elapsed
-        if reply.move.turn_id in self._answered_turns:
+        if reply.move.turn_id in self._answered_turns or reply.move.turn_id in self._answered_last_game:
             return StreamFailure(
                 F.FAILURE_KIND_PROTOCOL, f"sent a second answer to turn {reply.move.turn_id}", preview(reply.move)
             ), elapsed

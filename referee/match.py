@@ -334,6 +334,7 @@ async def play_game(
                 return why
             why = await slot.connection.send(bot_pb2.PlayRequest(game_start=start), send_s)  # type: ignore[union-attr]
             if why is None:
+                slot.connection.begin_game()  # type: ignore[union-attr]
                 return None
         return why
 

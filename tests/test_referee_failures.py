@@ -340,6 +340,57 @@ def test_second_answer_to_an_answered_turn_is_a_protocol_failure(tmp_path: Path)
     assert_no_bot_processes()
 
 
+class ReplayFromEarlierGameBot(bot_pb2_grpc.BotServiceServicer):
+    """An in-process bot that plays the first legal move, and on its first turn of game
+    ``1 + back`` first sends its final answer of game 1 again."""
+
+    def __init__(self, back: int) -> None:
+        self.back = back
+        self.games = 0
+        self.final_answer_of: dict[int, bot_pb2.MoveChoice] = {}
+        self.turns_this_game = 0
+        self.replayed: bot_pb2.MoveChoice | None = None
+        self.handshakes = 0
+
+    async def Play(self, request_iterator, context):  # noqa: N802
+        async for request in request_iterator:
+            kind = request.WhichOneof("event")
+            if kind == "handshake":
+                self.handshakes += 1
+                yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name="replay", version="1", protocol_version="1"))
+            elif kind == "game_start":
+                self.games += 1
+                self.turns_this_game = 0
+            elif kind == "turn":
+                self.turns_this_game += 1
+                if self.games == 1 + self.back and self.turns_this_game == 1:
+                    self.replayed = self.final_answer_of[1]
+                    yield bot_pb2.PlayResponse(move=self.replayed)
+                answer = bot_pb2.MoveChoice(turn_id=request.turn.turn_id, index=0)
+                self.final_answer_of[self.games] = answer
+                yield bot_pb2.PlayResponse(move=answer)
+
+
+@pytest.mark.parametrize("back,kind,reason", [
+    (1, "FAILURE_KIND_PROTOCOL", "sent a second answer to turn {turn}"),
+    (2, "FAILURE_KIND_MALFORMED", "answered turn {turn}, expected"),
+])
+def test_an_answer_repeated_from_an_earlier_game(tmp_path: Path, back: int, kind: str, reason: str) -> None:
+    # One stream serves every game. The referee remembers the answered turns of this game and the
+    # last one (its memory must not grow with a tournament), so a copy of the last game's final
+    # answer is a second answer, and one from two games back an answer to the wrong turn.
+    bot = ReplayFromEarlierGameBot(back)
+    played = play_inprocess(tmp_path, bot, games=1 + back)
+    assert bot.handshakes == 1, "one stream for the whole match"
+    games = played.report.games
+    assert all(not g.result.failures for g in games[:-1])
+    (failure,) = games[-1].result.failures
+    assert bot.replayed is not None and f"turn_id: {bot.replayed.turn_id}" in failure.received
+    assert F.Name(failure.kind) == kind, failure.reason
+    assert failure.reason.startswith(reason.format(turn=bot.replayed.turn_id)), failure.reason
+    assert_no_bot_processes()
+
+
 def test_exit_between_games_is_restarted_without_a_failure(tmp_path: Path) -> None:
     played = play([python_bot_command("exit-between"), builtin_bot_command(1)], logs_dir=tmp_path)
     report = played.report
