@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -307,23 +308,49 @@ def test_flood_is_a_protocol_forfeit() -> None:
     assert_no_bot_processes()
 
 
-class RepeatBot(bot_pb2_grpc.BotServiceServicer):
-    """An in-process bot that plays the first legal move, and on its 2nd turn first sends its
-    answer to its 1st turn again (a stale duplicate), then answers properly."""
+class InProcessBot(bot_pb2_grpc.BotServiceServicer):
+    """A test bot served by this process: answers the handshake with a Hello (counting them), and
+    every Turn with what ``answers`` yields; other events go to ``on_event``."""
+
+    name = "inprocess"
 
     def __init__(self) -> None:
-        self.answers: list[bot_pb2.MoveChoice] = []
+        self.handshakes = 0
+
+    async def answers(self, turn: bot_pb2.Turn) -> AsyncIterator[bot_pb2.MoveChoice]:
+        yield bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0)
+
+    def on_event(self, request: bot_pb2.PlayRequest) -> None:
+        pass
 
     async def Play(self, request_iterator, context):  # noqa: N802
         async for request in request_iterator:
             kind = request.WhichOneof("event")
             if kind == "handshake":
-                yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name="repeat", version="1", protocol_version="1"))
+                self.handshakes += 1
+                yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=self.name, version="1", protocol_version="1"))
             elif kind == "turn":
-                if len(self.answers) == 1:
-                    yield bot_pb2.PlayResponse(move=self.answers[0])
-                self.answers.append(bot_pb2.MoveChoice(turn_id=request.turn.turn_id, index=0))
-                yield bot_pb2.PlayResponse(move=self.answers[-1])
+                async for choice in self.answers(request.turn):
+                    yield bot_pb2.PlayResponse(move=choice)
+            else:
+                self.on_event(request)
+
+
+class RepeatBot(InProcessBot):
+    """An in-process bot that plays the first legal move, and on its 2nd turn first sends its
+    answer to its 1st turn again (a stale duplicate), then answers properly."""
+
+    name = "repeat"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[bot_pb2.MoveChoice] = []
+
+    async def answers(self, turn: bot_pb2.Turn) -> AsyncIterator[bot_pb2.MoveChoice]:
+        if len(self.sent) == 1:
+            yield self.sent[0]
+        self.sent.append(bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0))
+        yield self.sent[-1]
 
 
 def test_second_answer_to_an_answered_turn_is_a_protocol_failure(tmp_path: Path) -> None:
@@ -340,35 +367,32 @@ def test_second_answer_to_an_answered_turn_is_a_protocol_failure(tmp_path: Path)
     assert_no_bot_processes()
 
 
-class ReplayFromEarlierGameBot(bot_pb2_grpc.BotServiceServicer):
+class ReplayFromEarlierGameBot(InProcessBot):
     """An in-process bot that plays the first legal move, and on its first turn of game
     ``1 + back`` first sends its final answer of game 1 again."""
 
+    name = "replay"
+
     def __init__(self, back: int) -> None:
+        super().__init__()
         self.back = back
         self.games = 0
         self.final_answer_of: dict[int, bot_pb2.MoveChoice] = {}
         self.turns_this_game = 0
         self.replayed: bot_pb2.MoveChoice | None = None
-        self.handshakes = 0
 
-    async def Play(self, request_iterator, context):  # noqa: N802
-        async for request in request_iterator:
-            kind = request.WhichOneof("event")
-            if kind == "handshake":
-                self.handshakes += 1
-                yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name="replay", version="1", protocol_version="1"))
-            elif kind == "game_start":
-                self.games += 1
-                self.turns_this_game = 0
-            elif kind == "turn":
-                self.turns_this_game += 1
-                if self.games == 1 + self.back and self.turns_this_game == 1:
-                    self.replayed = self.final_answer_of[1]
-                    yield bot_pb2.PlayResponse(move=self.replayed)
-                answer = bot_pb2.MoveChoice(turn_id=request.turn.turn_id, index=0)
-                self.final_answer_of[self.games] = answer
-                yield bot_pb2.PlayResponse(move=answer)
+    def on_event(self, request: bot_pb2.PlayRequest) -> None:
+        if request.WhichOneof("event") == "game_start":
+            self.games += 1
+            self.turns_this_game = 0
+
+    async def answers(self, turn: bot_pb2.Turn) -> AsyncIterator[bot_pb2.MoveChoice]:
+        self.turns_this_game += 1
+        if self.games == 1 + self.back and self.turns_this_game == 1:
+            self.replayed = self.final_answer_of[1]
+            yield self.replayed
+        self.final_answer_of[self.games] = bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0)
+        yield self.final_answer_of[self.games]
 
 
 @pytest.mark.parametrize("back,kind,reason", [
@@ -440,30 +464,26 @@ def test_random_move_policy_substitutes_until_the_strike_limit(tmp_path: Path) -
 
 # --- the time bank -------------------------------------------------------------------------------
 
-class SlowBot(bot_pb2_grpc.BotServiceServicer):
+class SlowBot(InProcessBot):
     """An in-process bot that takes ``delay_s`` on each of its first ``slow_turns`` turns and plays
     the first legal move; it keeps each Turn's (move_time_ms, bank_ms).
 
     (The scripted bot has no "slow but within the bank" mode: ``late`` always sleeps past
     move time + bank.)"""
 
+    name = "slow"
+
     def __init__(self, delay_s: float, slow_turns: int) -> None:
+        super().__init__()
         self.delay_s = delay_s
         self.slow_turns = slow_turns
         self.turns: list[tuple[int, int]] = []
-        self.handshakes = 0
 
-    async def Play(self, request_iterator, context):  # noqa: N802
-        async for request in request_iterator:
-            kind = request.WhichOneof("event")
-            if kind == "handshake":
-                self.handshakes += 1
-                yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name="slow", version="1", protocol_version="1"))
-            elif kind == "turn":
-                self.turns.append((request.turn.move_time_ms, request.turn.bank_ms))
-                if len(self.turns) <= self.slow_turns:
-                    await asyncio.sleep(self.delay_s)
-                yield bot_pb2.PlayResponse(move=bot_pb2.MoveChoice(turn_id=request.turn.turn_id, index=0))
+    async def answers(self, turn: bot_pb2.Turn) -> AsyncIterator[bot_pb2.MoveChoice]:
+        self.turns.append((turn.move_time_ms, turn.bank_ms))
+        if len(self.turns) <= self.slow_turns:
+            await asyncio.sleep(self.delay_s)
+        yield bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0)
 
 
 BANK = TimeControl(move_time_ms=100, grace_ms=50, bank_initial_ms=1000, startup_time_ms=10_000)
