@@ -5,8 +5,9 @@ One APScheduler AsyncIOScheduler runs one job, a round; a round due while the la
 plays is skipped (max_instances=1, coalesce), so rounds never overlap. A round pairs the active
 bots with ``ladder_pairings`` (the most uncertain bots first, against the opponents that teach
 their ratings most), schedules the pairings' games after every earlier game with fresh decks, and
-plays them through one InProcessExecutor shared by every round (bot processes are reused; after
-each round, the processes of bots removed from the pool, or given a new command, are stopped).
+plays them through one InProcessExecutor shared by every round (bot processes are reused; at the
+start and end of each round, the processes of bots removed from the pool, or given a new command,
+are stopped).
 Games left pending or running by an earlier serve are played first, as the round they belong to.
 
 SIGTERM or SIGINT: no new round; the running games finish, unstarted ones stay pending for the
@@ -158,6 +159,7 @@ class LadderServer:
 
     async def play_round(self) -> None:
         """Finish the games an earlier serve left, or schedule a new round; play it; report it."""
+        await self.retire_removed_bots()  # also when this round is skipped for want of bots
         left = self.games_left()
         if left:
             number = self.store.tournament(self.tid).rounds

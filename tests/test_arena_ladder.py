@@ -349,6 +349,14 @@ def test_removed_bot_processes_stop_after_the_round_while_the_ladder_goes_on(
         removed = next(b for b in ladder.store.bots(ladder.tid or 0) if b.name == "random-b").position
         assert any(removed in g.seat_bots for g in games if g.round == 1)
         assert all(removed not in g.seat_bots for g in games if g.round >= 2)
+
+        # with one bot left the next round is skipped, and the bot removed now is stopped all the same
+        assert ladder.run("bots", "remove", "random-a", "-f", str(ladder.path)).returncode == 0
+        wait_for("round 3 to be skipped",
+                 lambda: "round skipped: 1 active bot(s)" in out.read_text(encoding="utf-8"), proc)
+        staying = {cmd for _, cmd in marked_processes(ladder.marker)}
+        assert not any("random_bot.py" in cmd for cmd in staying), f"random-a is stopped: {staying}"
+        assert any("greedy_bot.py" in cmd for cmd in staying)
         proc.send_signal(signal.SIGTERM)
         ladder.finish(proc, out)
     finally:
