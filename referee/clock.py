@@ -1,8 +1,15 @@
-"""Time controls: pure functions over milliseconds on the referee's monotonic clock."""
+"""Time controls: pure functions over milliseconds, and the clock the referee reads them on.
+
+The referee reads time through a ``Clock`` (``MONOTONIC`` in production), so tests can drive the
+clock logic (move time, grace, bank, increment, startup) with a ``ManualClock`` that moves only
+when told, instead of sleeping and hoping a loaded machine keeps up.
+"""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from casino.v1 import game_pb2
 
@@ -77,7 +84,57 @@ class GameClock:
         over = elapsed_ms - self.control.move_time_ms
         if over > self.bank_ms + self.control.grace_ms:
             return False
-        self.bank_ms = max(0, self.bank_ms - max(0, int(over))) + self.control.bank_increment_ms
+        self.bank_ms = max(0, self.bank_ms - max(0, round(over))) + self.control.bank_increment_ms  # whole ms
         if self.control.bank_initial_ms == 0 and self.control.bank_increment_ms == 0:
             self.bank_ms = 0
         return True
+
+
+class Clock(Protocol):
+    """Where the referee reads the time of a move or a start-up, and how long it really waits."""
+
+    def now(self) -> float:
+        """Seconds on a monotonic clock."""
+        ...
+
+    def real_wait_s(self, wait_s: float) -> float:
+        """Real seconds to wait for something due within ``wait_s`` of this clock's time."""
+        ...
+
+
+class MonotonicClock:
+    """The real clock: ``time.perf_counter``; waits are what they say."""
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def real_wait_s(self, wait_s: float) -> float:
+        return wait_s
+
+
+MONOTONIC = MonotonicClock()
+
+
+class ManualClock:
+    """A clock that moves only when told (``advance``), for tests of the clock logic.
+
+    What a bot "takes" is what the test advances the clock by while the bot thinks, so a verdict
+    never depends on how busy the machine is. Real waits are stretched to at least
+    ``real_wait_floor_s``: an answer that arrives at once in this clock's time is never cut off by
+    a slow machine; only a bot that never answers waits that long.
+    """
+
+    def __init__(self, start_s: float = 0.0, real_wait_floor_s: float = 30.0) -> None:
+        self._now = start_s
+        self.real_wait_floor_s = real_wait_floor_s
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"a clock cannot go back ({seconds} s)")
+        self._now += seconds
+
+    def real_wait_s(self, wait_s: float) -> float:
+        return max(wait_s, self.real_wait_floor_s)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import time
 from dataclasses import dataclass
 
 import grpc
 
 from casino.v1 import bot_pb2, game_pb2
 
+from .clock import MONOTONIC, Clock
 from .convert import serialize_request
 
 F = game_pb2.FailureKind
@@ -42,7 +42,8 @@ def preview(message: object) -> str:
 class BotConnection:
     """The Play stream to one bot (one per seat per match)."""
 
-    def __init__(self, channel: grpc.aio.Channel) -> None:
+    def __init__(self, channel: grpc.aio.Channel, clock: Clock = MONOTONIC) -> None:
+        self._clock = clock  # times every answer; its real_wait_s bounds every wait
         self._play = channel.stream_stream(
             _PLAY_METHOD, request_serializer=serialize_request, response_deserializer=bot_pb2.PlayResponse.FromString
         )
@@ -114,7 +115,7 @@ class BotConnection:
             return self.broken
         assert self._call is not None
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(self._clock.real_wait_s(timeout_s)):
                 await self._call.write(request)
         except TimeoutError:
             return self._break(StreamFailure(F.FAILURE_KIND_TIMEOUT, "stopped reading its stream"))
@@ -127,7 +128,7 @@ class BotConnection:
     async def _next(self, timeout_s: float) -> bot_pb2.PlayResponse | StreamFailure:
         """The next message from the bot, or why none came in time."""
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(self._clock.real_wait_s(timeout_s)):
                 return await self._receive()
         except TimeoutError:
             return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms")
@@ -164,7 +165,9 @@ class BotConnection:
     ) -> tuple[bot_pb2.MoveChoice | StreamFailure, float]:
         """Send a turn (a ``PlayRequest`` or its serialized bytes, for turn ``turn_id``) and wait
         for the answer, all within ``timeout_s``. Returns the choice (or failure) and the seconds
-        from sending the turn to receiving the answer."""
+        from sending the turn to receiving the answer, on this connection's clock (the caller
+        judges it against the time control: an answer may arrive in time for the wait and still be
+        late by the clock)."""
         failure = self._unrequested()
         if failure:
             return failure, 0.0
@@ -172,11 +175,12 @@ class BotConnection:
             return self.broken, 0.0
         assert self._call is not None
         written = False
-        start = time.perf_counter()
+        clock = self._clock
+        start = clock.now()
         try:
             # one deadline for writing the turn and reading its answer: a bot that stops reading
             # its stream cannot hold the referee either
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(clock.real_wait_s(timeout_s)):
                 await self._call.write(request)
                 written = True
                 while True:
@@ -190,16 +194,16 @@ class BotConnection:
                         continue
                     break
         except TimeoutError:
-            elapsed = time.perf_counter() - start
+            elapsed = clock.now() - start
             if not written:
                 return self._break(StreamFailure(F.FAILURE_KIND_TIMEOUT, "stopped reading its stream")), elapsed
             self._late_turns.add(turn_id)
             return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms"), elapsed
         except grpc.aio.AioRpcError as exc:
-            return self._break(_rpc_failure(exc)), time.perf_counter() - start
+            return self._break(_rpc_failure(exc)), clock.now() - start
         except (grpc.aio.UsageError, RuntimeError) as exc:  # stream already finished
-            return self._break(StreamFailure(F.FAILURE_KIND_DISCONNECT, f"stream closed: {exc}")), time.perf_counter() - start
-        elapsed = time.perf_counter() - start
+            return self._break(StreamFailure(F.FAILURE_KIND_DISCONNECT, f"stream closed: {exc}")), clock.now() - start
+        elapsed = clock.now() - start
         if isinstance(reply, StreamFailure):
             return reply, elapsed
         if reply.WhichOneof("reply") != "move":

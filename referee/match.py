@@ -27,7 +27,7 @@ from google.protobuf import json_format
 
 from casino.v1 import bot_pb2, game_pb2, referee_pb2
 
-from .clock import GameClock, TimeControl
+from .clock import MONOTONIC, Clock, GameClock, TimeControl
 from .connection import BotConnection, StreamFailure, preview
 from .convert import PROTOCOL_VERSION, move_from_pb, options_to_pb, public_play_field, turn_request_bytes
 from .endpoints import CHANNEL_OPTIONS, BotEndpoint, BotProcess, wait_healthy
@@ -163,8 +163,10 @@ class MatchReport:
 class BotSlot:
     """One bot of the match: its endpoint, process, channel and stream."""
 
-    def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path, label: str = "") -> None:
+    def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path, label: str = "",
+                 clock: Clock = MONOTONIC) -> None:
         self.index = index
+        self.clock = clock  # times its start-up and, through its connection, every answer
         self.endpoint = endpoint
         self.label = label or f"bot{index}"  # names its log file and sockets
         self.name = self.label
@@ -198,7 +200,9 @@ class BotSlot:
         self.needs_restart = False
         self.starts += 1
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + control.startup_time_ms / 1000
+        startup_s = control.startup_time_ms / 1000
+        started = self.clock.now()
+        deadline = loop.time() + self.clock.real_wait_s(startup_s)  # the real bound on waiting
         address = self.endpoint.address
         if self.endpoint.is_process:
             address = f"unix:{self._socket_dir / f'{self.label}-{self.starts}.sock'}"
@@ -212,8 +216,12 @@ class BotSlot:
         why = await wait_healthy(self.channel, deadline, self.process)
         if why:
             return await self._startup_failed(why)
-        self.connection = BotConnection(self.channel)
-        hello = await self.connection.open(handshake, max(0.001, deadline - loop.time()))
+        self.connection = BotConnection(self.channel, self.clock)
+        hello = await self.connection.open(handshake, max(0.001, startup_s - (self.clock.now() - started)))
+        late = self.clock.now() - started > startup_s
+        if late or (isinstance(hello, StreamFailure) and hello.kind == F.FAILURE_KIND_TIMEOUT):
+            return await self._startup_failed(
+                f"handshake failed: no Hello within the startup time ({control.startup_time_ms} ms)")
         if isinstance(hello, StreamFailure):
             return await self._startup_failed(f"handshake failed: {hello.reason}", hello.received)
         major = hello.protocol_version.split(".")[0] if hello.protocol_version else PROTOCOL_VERSION
@@ -254,8 +262,9 @@ def _discard(event: referee_pb2.RunMatchResponse) -> None:
     """The default event sink."""
 
 
-async def run_match(spec: MatchSpec, emit: Emit | None = None) -> MatchReport:
-    """Play every game of ``spec``; bots are stopped on every path, errors and cancellation included."""
+async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MONOTONIC) -> MatchReport:
+    """Play every game of ``spec``; bots are stopped on every path, errors and cancellation included.
+    ``clock`` times every start-up and answer (tests drive a ManualClock)."""
     emit = emit or _discard
     match_id = spec.match_id or uuid.uuid4().hex[:12]
     logs_dir = spec.logs_dir / match_id if spec.logs_dir else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
@@ -263,7 +272,7 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None) -> MatchReport:
     if spec.records_dir:
         spec.records_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="casino-sock-") as socket_dir:
-        slots = [BotSlot(i, ep, logs_dir, Path(socket_dir)) for i, ep in enumerate(spec.bots)]
+        slots = [BotSlot(i, ep, logs_dir, Path(socket_dir), clock=clock) for i, ep in enumerate(spec.bots)]
         try:
             handshake = spec.game(match_id, 1).handshake(spec.games)
             await asyncio.gather(*(slot.ensure_ready(handshake, spec.time_control) for slot in slots))

@@ -3,8 +3,9 @@
 * ``python_bot(mode, after=3)``: the command line of the scripted misbehaving bot
   (tests/bots/scripted_bot.py) in one of its modes.
 * ``builtin_bot(seed)``: the command line of the referee's built-in random bot.
-* ``fast_time``: a short move limit for tests of timeouts; the startup time stays generous
-  (slow CI). ``ROOMY_TIME``: a long move limit for games where nobody should time out.
+* ``fast_time``: the move limit for tests of timeouts (a bot that never answers, or answers only
+  after the limit; the opponent cannot miss it); the startup time stays generous (slow CI).
+  ``ROOMY_TIME``: a long move limit for games where nobody should time out.
 * ``bot_processes()`` / ``assert_no_bot_processes()``: live scripted or built-in bot processes
   started by this test session (read from /proc), so tests can check that nothing is left
   running after a match.
@@ -45,9 +46,12 @@ NPM_CI_TIMEOUT_S = 300
 SESSION_ENV = "CASINO_TEST_SESSION"
 SESSION_ID = os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
 
-# A fast clock for tests of timeouts: short moves, a generous startup (a Python gRPC bot can take
-# seconds to import and bind on a loaded CI machine).
-FAST_TIME = TimeControl(move_time_ms=300, grace_ms=50, startup_time_ms=10_000)
+# For tests of timeouts, where one bot never answers (or answers only after the limit): a move
+# time that the well-behaved opponent, which answers in a millisecond or two, cannot miss even on
+# a saturated machine, and a generous startup (a Python gRPC bot can take seconds to import and
+# bind on a loaded CI machine). Clock logic itself (bank, grace, increment) is tested on a
+# ManualClock, not against real waits.
+FAST_TIME = TimeControl(move_time_ms=1000, grace_ms=50, startup_time_ms=10_000)
 # For games that must not time out: well-behaved bots answer in a millisecond or two, so a long
 # limit costs nothing and keeps a stalled CI machine from turning a normal game into a forfeit.
 ROOMY_TIME = TimeControl(move_time_ms=2000, grace_ms=50, startup_time_ms=10_000)

@@ -7,6 +7,11 @@ with seats rotating between games, and checks the outcome the contract documents
 failing seat's failure kind and reason, what it sent, a FORFEIT with the failing side ranked last
 and the opponent credited, every game reported, and no bot process left running. Then the
 random-move policy, the time bank, and the JSON game records.
+
+No verdict here depends on how fast or busy the machine is: the clock logic (move time, grace,
+bank, increment, startup) runs on a ManualClock that in-process bots advance while they "think";
+a timeout in real time comes only from a bot that never answers (or answers only after the
+referee has moved on), against an opponent whose limit it cannot miss.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import grpc
 import pytest
 
 from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2, referee_pb2
-from referee.clock import TimeControl
+from referee.clock import MONOTONIC, Clock, ManualClock, TimeControl
 from referee.endpoints import BotEndpoint
 from referee.match import FailurePolicy, MatchReport, MatchSpec, run_match
 from referee.rules import RuleOptions
@@ -36,7 +41,8 @@ FORFEIT = game_pb2.TERMINATION_FORFEIT
 NORMAL = game_pb2.TERMINATION_NORMAL
 BAD = 0  # the misbehaving bot's index in the match: seat 0 in game 1, seat 1 in game 2
 RECORD_KEYS = {"format", "version", "game_id", "seats", "engine", "timings_us", "failures", "result"}
-QUICK_START = TimeControl(move_time_ms=300, grace_ms=50, startup_time_ms=1000)  # for bots that never start
+# for bots that never start; the opponent is already running, so its handshake cannot miss 1.5 s
+QUICK_START = TimeControl(move_time_ms=300, grace_ms=50, startup_time_ms=1500)
 
 
 @dataclass
@@ -69,9 +75,11 @@ INPROCESS = "in-process"
 
 def play_inprocess(tmp_path: Path, bot: bot_pb2_grpc.BotServiceServicer, *, games: int = 1,
                    time_control: TimeControl = ROOMY_TIME,
-                   seats: tuple[str, ...] = (INPROCESS, builtin_bot_command(1)), **spec_args) -> Played:
+                   seats: tuple[str, ...] = (INPROCESS, builtin_bot_command(1)), clock: Clock = MONOTONIC,
+                   **spec_args) -> Played:
     """A match between ``bot``, served over gRPC on a unix socket by this test process (an address
-    endpoint, at each ``INPROCESS`` of ``seats``), and bots the referee starts (the other seats)."""
+    endpoint, at each ``INPROCESS`` of ``seats``), and bots the referee starts (the other seats),
+    timed on ``clock``."""
 
     async def main() -> Played:
         server = grpc.aio.server()
@@ -85,7 +93,7 @@ def play_inprocess(tmp_path: Path, bot: bot_pb2_grpc.BotServiceServicer, *, game
                              **spec_args)
             events: list[referee_pb2.RunMatchResponse] = []
             start = time.monotonic()
-            report = await asyncio.wait_for(run_match(spec, events.append), 120)
+            report = await asyncio.wait_for(run_match(spec, events.append, clock), 120)
             return Played(report, events, time.monotonic() - start)
         finally:
             await server.stop(grace=None)
@@ -140,7 +148,6 @@ def test_never_listen_is_a_startup_forfeit(running_builtin_bot: tuple[str, int])
     assert [(f.deal, f.play_number) for f in failures] == [(0, 0), (0, 0)], "0: before the game's first play"
     # started in parallel at the match start, again for game 1 and for game 2, then given up
     assert played.starts() == 3
-    assert played.seconds < 15, played.seconds
     assert_no_bot_processes(exclude={pid})
 
 
@@ -158,10 +165,12 @@ def test_no_hello_is_a_startup_forfeit() -> None:
 
 
 class BadHelloBot(bot_pb2_grpc.BotServiceServicer):
-    """An in-process bot whose Hello speaks protocol ``version``, after ``delay_s``."""
+    """An in-process bot whose Hello speaks protocol ``version``, after ``delay_s`` on ``clock``
+    (the referee's ManualClock: the bot takes that long without a real wait)."""
 
-    def __init__(self, version: str = "1", delay_s: float = 0.0) -> None:
+    def __init__(self, version: str = "1", delay_s: float = 0.0, clock: ManualClock | None = None) -> None:
         self.version, self.delay_s = version, delay_s
+        self.clock = clock or ManualClock()
         self.handshakes = 0
         self.turns = 0
 
@@ -170,7 +179,7 @@ class BadHelloBot(bot_pb2_grpc.BotServiceServicer):
             kind = request.WhichOneof("event")
             if kind == "handshake":
                 self.handshakes += 1
-                await asyncio.sleep(self.delay_s)
+                self.clock.advance(self.delay_s)
                 hello = bot_pb2.Hello(name="bad-hello", version="1", protocol_version=self.version)
                 yield bot_pb2.PlayResponse(hello=hello)
             elif kind == "turn":
@@ -182,7 +191,7 @@ class BadHelloBot(bot_pb2_grpc.BotServiceServicer):
     "version, delay_s, games, reason",
     [
         ("2", 0.0, 2, r"^speaks protocol '2', the referee speaks 1$"),
-        ("1", 1.5, 1, r"^handshake failed: no answer within \d+ ms$"),  # 1 game: each try waits the startup time
+        ("1", 1.6, 1, r"^handshake failed: no Hello within the startup time \(1500 ms\)$"),
     ],
     ids=["other-major-version", "hello-too-late"],
 )
@@ -192,8 +201,10 @@ def test_bad_hello_is_a_startup_forfeit(tmp_path: Path, running_builtin_bot: tup
     # game (docs/protocol.md listed both as "known problems": it played on with no failure, or
     # failed its first turn instead). The opponent is already running: the startup time is short.
     address, pid = running_builtin_bot
-    bot = BadHelloBot(version, delay_s)
-    played = play_inprocess(tmp_path, bot, games=games, time_control=QUICK_START, seats=(INPROCESS, address))
+    clock = ManualClock()
+    bot = BadHelloBot(version, delay_s, clock)
+    played = play_inprocess(tmp_path, bot, games=games, time_control=QUICK_START, seats=(INPROCESS, address),
+                            clock=clock)
     failures = check_forfeits(played, F.FAILURE_KIND_STARTUP, games=games, reason=reason)
     assert [f.play_number for f in failures] == [0] * games
     assert bot.turns == 0, "a bot that failed its handshake is never asked to move"
@@ -239,8 +250,8 @@ def test_when_every_seat_forfeits_each_forfeit_is_a_loss(tmp_path: Path) -> None
     "mode, kind, reason, received",
     [
         pytest.param(*case, id=case[0]) for case in [
-            ("hang", F.FAILURE_KIND_TIMEOUT, r"^no answer within 350 ms$", False),
-            ("late", F.FAILURE_KIND_TIMEOUT, r"^no answer within 350 ms$", False),
+            ("hang", F.FAILURE_KIND_TIMEOUT, r"^no answer within 1050 ms$", False),
+            ("late", F.FAILURE_KIND_TIMEOUT, r"^no answer within 1050 ms$", False),
             ("illegal", F.FAILURE_KIND_ILLEGAL_MOVE, r"\(rules? \d+(, \d+)*\)$", True),
             ("bad-index", F.FAILURE_KIND_MALFORMED, r"^index \d+ is out of range \(0\.\.\d+\)$", True),
             ("garbage", F.FAILURE_KIND_MALFORMED, r"^bad move '\\x00 take everything!': bad card code", True),
@@ -462,81 +473,157 @@ def test_random_move_policy_substitutes_until_the_strike_limit(tmp_path: Path) -
     assert_no_bot_processes()
 
 
-# --- the time bank -------------------------------------------------------------------------------
+# --- the clock: move time, grace, bank, increment ----------------------------------------------
 
 class SlowBot(InProcessBot):
-    """An in-process bot that takes ``delay_s`` on each of its first ``slow_turns`` turns and plays
-    the first legal move; it keeps each Turn's (move_time_ms, bank_ms).
-
-    (The scripted bot has no "slow but within the bank" mode: ``late`` always sleeps past
-    move time + bank.)"""
+    """An in-process bot that takes ``take_s`` on the referee's ManualClock on each of its first
+    ``slow_turns`` turns (it advances the clock; nothing really waits) and plays the first legal
+    move; it keeps each Turn's (move_time_ms, bank_ms)."""
 
     name = "slow"
 
-    def __init__(self, delay_s: float, slow_turns: int) -> None:
+    def __init__(self, clock: ManualClock, take_s: float | list[float], slow_turns: int = 10_000) -> None:
         super().__init__()
-        self.delay_s = delay_s
+        self.clock = clock
+        self.take_s = take_s
         self.slow_turns = slow_turns
         self.turns: list[tuple[int, int]] = []
 
     async def answers(self, turn: bot_pb2.Turn) -> AsyncIterator[bot_pb2.MoveChoice]:
         self.turns.append((turn.move_time_ms, turn.bank_ms))
-        if len(self.turns) <= self.slow_turns:
-            await asyncio.sleep(self.delay_s)
+        n = len(self.turns)
+        if n <= self.slow_turns:
+            take = self.take_s if isinstance(self.take_s, float) else self.take_s[min(n, len(self.take_s)) - 1]
+            self.clock.advance(take)
         yield bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0)
 
 
 BANK = TimeControl(move_time_ms=100, grace_ms=50, bank_initial_ms=1000, startup_time_ms=10_000)
 
 
+def play_on_manual_clock(tmp_path: Path, take_s: float | list[float], control: TimeControl, *,
+                         slow_turns: int = 10_000, **spec_args) -> tuple[Played, SlowBot]:
+    """A match of one game between a SlowBot (seat 0, moves first) and the built-in bot, timed on
+    a ManualClock: the built-in bot takes no time on it, the SlowBot what it is told."""
+    clock = ManualClock()
+    bot = SlowBot(clock, take_s, slow_turns)
+    return play_inprocess(tmp_path, bot, time_control=control, clock=clock, **spec_args), bot
+
+
+def slow_plays(played: Played, seat: int = 0) -> list[referee_pb2.PlayEvent]:
+    return [e.play for e in played.events if e.WhichOneof("event") == "play" and e.play.seat == seat]
+
+
 def test_time_bank_covers_slow_moves(tmp_path: Path) -> None:
-    bot = SlowBot(delay_s=0.25, slow_turns=4)  # 4 x ~150 ms over the move time: within the 1000 ms bank
-    played = play_inprocess(tmp_path, bot, time_control=BANK)
+    # 4 moves of 250 ms: 150 ms over the 100 ms move time each, out of the 1000 ms bank
+    played, bot = play_on_manual_clock(tmp_path, 0.25, BANK, slow_turns=4)
     (game,) = played.report.games
     assert game.result.termination == NORMAL, list(game.result.failures)
     assert list(game.result.failures) == []
-    slow = [e.play for e in played.events if e.WhichOneof("event") == "play" and e.play.seat == 0][:4]
-    assert all(p.elapsed_us > 200_000 for p in slow), [p.elapsed_us for p in slow]
+    assert [p.elapsed_us for p in slow_plays(played)][:5] == [250_000] * 4 + [0]
+    assert [p.elapsed_us for p in slow_plays(played, 1)] == [0] * len(slow_plays(played, 1)), "the opponent took no time"
     # bot.proto, Turn: move_time_ms is the move time, bank_ms the bank left; the bot may take
-    # their sum. Each slow move takes what it used beyond the move time out of the bank.
+    # their sum. Each slow move takes what it used beyond the move time out of the bank; fast
+    # moves neither use nor add to it.
     assert {move_time for move_time, _ in bot.turns} == {100}
     banks = [bank for _, bank in bot.turns]
-    assert banks[0] == 1000
-    for bank, p, next_bank in zip(banks, slow, banks[1:5]):
-        assert abs(next_bank - max(0.0, bank - (p.elapsed_us / 1000 - 100))) <= 1, (bank, p.elapsed_us, next_bank)
-    assert banks[4] < 500 and banks[4:] == [banks[4]] * len(banks[4:]), "fast moves neither use nor add to the bank"
+    assert banks == [1000, 850, 700, 550] + [400] * (len(banks) - 4)
     assert_no_bot_processes()
 
 
 def test_time_bank_runs_out(tmp_path: Path) -> None:
-    bot = SlowBot(delay_s=0.25, slow_turns=10_000)  # always ~150 ms over: the bank lasts about 6 moves
-    played = play_inprocess(tmp_path, bot, time_control=BANK)
+    # always 250 ms, 150 over: the bank goes 1000, 850, ..., 100; the 7th move is 150 over with
+    # 100 left, within the 50 ms grace, and empties the bank; the 8th (play 15) is 150 over an
+    # empty bank: a timeout
+    played, bot = play_on_manual_clock(tmp_path, 0.25, BANK)
     (game,) = played.report.games
     r = game.result
     assert r.termination == FORFEIT and list(r.ranks) == [2, 1] and r.winner_side == 1
     (failure,) = r.failures
-    assert failure.seat == 0 and failure.kind == F.FAILURE_KIND_TIMEOUT and failure.forfeit
-    assert 3 <= len(bot.turns) <= 8, bot.turns  # about 6; fewer when the machine is slow
-    banks = [bank for _, bank in bot.turns]
-    assert banks == sorted(banks, reverse=True) and banks[0] == 1000, banks
-    last_bank = bot.turns[-1][1]
-    assert last_bank < 250 - 100 - 50, "it timed out once the bank could no longer cover the move"
-    limit = 100 + last_bank
-    assert re.fullmatch(rf"no answer within {limit + 50} ms|answered after \d+ ms, limit {limit} ms", failure.reason)
+    assert (failure.seat, failure.kind, failure.forfeit, failure.play_number) == (0, F.FAILURE_KIND_TIMEOUT, True, 15)
+    assert [bank for _, bank in bot.turns] == [1000, 850, 700, 550, 400, 250, 100, 0]
+    assert failure.reason == "answered after 250 ms, limit 100 ms"
     assert_no_bot_processes()
 
 
+@pytest.mark.parametrize("take_ms, timed_out", [(100, False), (150, False), (151, True)],
+                         ids=["move-time", "within-grace", "past-grace"])
+def test_grace_is_slack_for_transport_not_time_to_think(tmp_path: Path, take_ms: int, timed_out: bool) -> None:
+    # No bank: an answer within move time + grace counts as in time (docs/protocol.md, "Time
+    # limits"); one millisecond more is a timeout, and the reason names the move time alone.
+    control = TimeControl(move_time_ms=100, grace_ms=50, startup_time_ms=10_000)
+    played, bot = play_on_manual_clock(tmp_path, take_ms / 1000, control, slow_turns=1)
+    (game,) = played.report.games
+    failures = [(f.seat, F.Name(f.kind), f.reason, f.play_number) for f in game.result.failures]
+    if timed_out:
+        assert failures == [(0, "FAILURE_KIND_TIMEOUT", f"answered after {take_ms} ms, limit 100 ms", 1)]
+    else:
+        assert failures == [] and game.result.termination == NORMAL
+        assert {bank for _, bank in bot.turns} == {0}, "grace never adds to a bank"
+    assert_no_bot_processes()
+
+
+def test_bank_increment_is_added_after_every_move_in_time(tmp_path: Path) -> None:
+    # 180 ms moves against 100 ms + an increment of 50: each move costs 80 ms of the bank and
+    # earns 50, so the bank falls by 30 a move; fast moves (from the 5th) only earn the increment.
+    control = TimeControl(move_time_ms=100, grace_ms=50, bank_initial_ms=200, bank_increment_ms=50,
+                          startup_time_ms=10_000)
+    played, bot = play_on_manual_clock(tmp_path, 0.18, control, slow_turns=4)
+    (game,) = played.report.games
+    assert list(game.result.failures) == [] and game.result.termination == NORMAL
+    banks = [bank for _, bank in bot.turns]
+    assert banks[:6] == [200, 170, 140, 110, 80, 130]
+    assert banks == banks[:5] + [80 + 50 * k for k in range(1, len(banks) - 4)]
+    assert_no_bot_processes()
+
+
+def test_an_answer_late_by_the_clock_gets_a_random_move_under_that_policy(tmp_path: Path) -> None:
+    # 600 ms against 300: a strike (the answer itself is not played), a random move for it, and
+    # the bot stays in play: its later, fast answers are its moves.
+    control = TimeControl(move_time_ms=300, grace_ms=50, startup_time_ms=10_000)
+    played, bot = play_on_manual_clock(tmp_path, 0.6, control, slow_turns=1, policy=FailurePolicy.RANDOM_MOVE)
+    (game,) = played.report.games
+    assert [(f.seat, f.kind, f.play_number, f.forfeit, f.reason) for f in game.result.failures] == [
+        (0, F.FAILURE_KIND_TIMEOUT, 1, False, "answered after 600 ms, limit 300 ms")]
+    assert game.result.termination == NORMAL
+    plays = slow_plays(played)
+    assert [(p.play_number, p.substituted) for p in plays][:3] == [(1, True), (3, False), (5, False)]
+    assert_no_bot_processes()
+
+
+class AnswersWithTheNextTurnBot(InProcessBot):
+    """An in-process bot that does not answer the match's first turn until the referee has moved
+    on: it sends that answer (now late) when its next turn arrives, then answers the new turn. No
+    real wait decides anything: the late answer is sent only after the referee gave up on it."""
+
+    name = "answers-late"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[bot_pb2.MoveChoice] = []
+        self.turns = 0
+
+    async def answers(self, turn: bot_pb2.Turn) -> AsyncIterator[bot_pb2.MoveChoice]:
+        self.turns += 1
+        if self.turns == 1:  # the match's first turn only
+            self.held.append(bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0))
+            return
+        while self.held:
+            yield self.held.pop()
+        yield bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0)
+
+
 def test_random_move_policy_after_a_timeout(tmp_path: Path) -> None:
-    # The bot's first answer comes 600 ms after a 300 ms limit: a strike, a random move for it, and
-    # the late answer is dropped. It stays in play for the rest of the game (referee 4f425de: "a
-    # timed-out bot stays in play for the rest of the game (random-move policy) and is restarted
-    # before the next"), so its later, fast answers are its moves; it is restarted (a new stream
-    # and Handshake) before game 2, which it plays cleanly.
-    bot = SlowBot(delay_s=0.6, slow_turns=1)
+    # The bot's first answer comes only after the referee timed the turn out: a strike, a random
+    # move for it, and the late answer is dropped when it arrives. It stays in play for the rest
+    # of the game (a timed-out bot stays in play for the rest of the game under random_move and
+    # is restarted before the next), so its later answers are its moves; it is restarted (a new
+    # stream and Handshake) before game 2, which it plays cleanly.
+    bot = AnswersWithTheNextTurnBot()
     played = play_inprocess(tmp_path, bot, games=2, time_control=FAST_TIME, policy=FailurePolicy.RANDOM_MOVE)
     first, second = played.report.games
-    assert [(f.seat, f.kind, f.play_number, f.forfeit) for f in first.result.failures] == [
-        (0, F.FAILURE_KIND_TIMEOUT, 1, False)]
+    assert [(f.seat, f.kind, f.play_number, f.forfeit, f.reason) for f in first.result.failures] == [
+        (0, F.FAILURE_KIND_TIMEOUT, 1, False, "no answer within 1050 ms")]
     assert first.result.termination == NORMAL, list(first.result.failures)
     plays = [e.play for e in played.events if e.WhichOneof("event") == "play" and e.play.game_id == first.game_id]
     assert [(p.play_number, p.substituted) for p in plays if p.seat == 0][:3] == [(1, True), (3, False), (5, False)]
