@@ -20,8 +20,6 @@ from .cli import run_tournament
 from .console import make_console
 from .config import load_config
 
-LOOKAHEAD_SHARE = 0.4  # the lookahead bot thinks for this share of each move's time
-
 
 def demo_file(folder: Path, bots: dict[str, str], games_per_pairing: int, move_time_ms: int, seed: int) -> Path:
     """Write the demo's tournament file into ``folder``; returns its path."""

@@ -22,10 +22,16 @@ from .rules import RuleOptions
 SAMPLE_BOTS = Path(__file__).resolve().parents[1] / "sample_bots"
 
 
+# The demos' lookahead bot does a fixed amount of search per move rather than a share of the clock:
+# a demo then plays the same games on any machine, however busy, and answers well within any move time.
+DEMO_LOOKAHEAD_SAMPLES = 4
+
+
 def sample_bot_commands(out=sys.stdout) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """Name -> command line of every sample bot available here."""
     python = sys.executable
     bots = {name: f"{python} {SAMPLE_BOTS / 'python' / (name + '_bot.py')}" for name in ("random", "greedy", "lookahead")}
+    bots["lookahead"] += f" --samples {DEMO_LOOKAHEAD_SAMPLES}"
     node_dir = SAMPLE_BOTS / "node"
     if shutil.which("node") and (node_dir / "bot.js").exists():
         if not (node_dir / "node_modules").exists() and shutil.which("npm"):

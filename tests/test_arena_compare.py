@@ -13,7 +13,10 @@ from tests.support import ROOT, run_arena
 PY = sys.executable
 RANDOM = f"{PY} {ROOT / 'sample_bots/python/random_bot.py'}"
 GREEDY = f"{PY} {ROOT / 'sample_bots/python/greedy_bot.py'}"
-LOOKAHEAD = f"{PY} {ROOT / 'sample_bots/python/lookahead_bot.py'}"
+# a fixed amount of search per move (not a share of the clock), so its strength and its time to
+# answer do not depend on how busy the machine is
+LOOKAHEAD = f"{PY} {ROOT / 'sample_bots/python/lookahead_bot.py'} --samples 2"
+ROOMY_MS = "2000"  # a move time no sample bot can miss on a loaded machine (they answer in milliseconds)
 
 REPORT_FIELDS = {
     "format", "version", "candidate", "baseline", "unit", "players", "pairing", "seed", "mode", "bounds", "status",
@@ -26,7 +29,7 @@ def test_lookahead_against_random_accepts_h1_and_exits_0(tmp_path: Path) -> None
     """A clearly better candidate: H1 accepted, exit status 0, and the JSON report holds the
     documented fields with figures that agree with each other."""
     report_path = tmp_path / "report.json"
-    done = run_arena("compare", "--candidate", LOOKAHEAD, "--baseline", RANDOM, "--move-time", "100",
+    done = run_arena("compare", "--candidate", LOOKAHEAD, "--baseline", RANDOM, "--move-time", ROOMY_MS,
                      "--margin0", "0", "--margin1", "1", "--json", str(report_path), timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "H1 accepted" in done.stdout
@@ -49,7 +52,7 @@ def test_a_bot_against_itself_does_not_accept_h1(tmp_path: Path) -> None:
     (exit 1 for H0 or 3 for no decision), whatever the luck of these decks."""
     report_path = tmp_path / "self.json"
     done = run_arena("compare", "--candidate", RANDOM, "--baseline", RANDOM, "--max-units", "80",
-                     "--move-time", "300", "--seed", "5", "--json", str(report_path), timeout=240)
+                     "--move-time", ROOMY_MS, "--seed", "5", "--json", str(report_path), timeout=240)
     assert done.returncode in (1, 3), done.stdout + done.stderr
     report = json.loads(report_path.read_text())
     assert report["status"] in ("H0", "inconclusive") and report["games"] <= 80
@@ -63,7 +66,7 @@ def test_duplicate_pairs_cancel_the_deal_for_a_deterministic_bot(tmp_path: Path)
     for pairing in ("duplicate", "independent"):
         path = tmp_path / f"{pairing}.json"
         done = run_arena("compare", "--candidate", GREEDY, "--baseline", GREEDY, "--units", "20", "--pairing", pairing,
-                         "--move-time", "500", "--json", str(path), timeout=240)
+                         "--move-time", ROOMY_MS, "--json", str(path), timeout=240)
         assert done.returncode == 0, done.stdout + done.stderr
         report = json.loads(path.read_text())
         assert (report["mode"], report["status"], report["games"]) == ("fixed", "done", 20)
@@ -77,7 +80,7 @@ def test_games_unit_and_pentanomial_report(tmp_path: Path) -> None:
     and each game deals at least one whole deck."""
     path = tmp_path / "games.json"
     done = run_arena("compare", "--candidate", GREEDY, "--baseline", RANDOM, "--unit", "games", "--units", "8",
-                     "--move-time", "500", "--json", str(path), timeout=240)
+                     "--move-time", ROOMY_MS, "--json", str(path), timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(path.read_text())
     assert report["unit"] == "games" and sum(report["pentanomial"]) == report["pairs"] == 4
@@ -111,7 +114,7 @@ def test_gauntlet_reports_each_opponent_and_trueskill(tmp_path: Path) -> None:
     """The candidate against two reference bots: a row per opponent plus overall, and TrueSkill."""
     path = tmp_path / "gauntlet.json"
     done = run_arena("gauntlet", "--candidate", GREEDY, "--opponent", f"random={RANDOM}", "--opponent",
-                     f"greedy={GREEDY}", "--units", "10", "--move-time", "500", "--json", str(path), timeout=240)
+                     f"greedy={GREEDY}", "--units", "10", "--move-time", ROOMY_MS, "--json", str(path), timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(path.read_text())
     assert [row["opponent"] for row in report["opponents"]] == ["random", "greedy"]

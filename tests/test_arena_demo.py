@@ -10,7 +10,7 @@ from tests.support import run_arena, table_rows
 def test_arena_demo_runs_a_round_robin_of_the_sample_bots() -> None:
     """Every sample bot plays every other twice (one duplicate set), nobody forfeits (the sample
     bots answer legally and in time), and the standings list each bot once with its games."""
-    done = run_arena("demo", "--games", "2", "--move-time", "300", timeout=300)
+    done = run_arena("demo", "--games", "2", "--move-time", "2000", timeout=300)  # a time no sample bot can miss
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     header = next(line for line in out.splitlines() if line.startswith("demo: "))

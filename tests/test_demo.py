@@ -10,7 +10,7 @@ from tests.support import run_referee
 def test_demo_plays_every_pair_of_sample_bots_and_prints_standings() -> None:
     """One game per pair: every sample bot appears in the standings with its games counted, and
     no game ends in a forfeit (the sample bots play legal moves in time)."""
-    done = run_referee("demo", "--games", "1", "--move-time", "300", timeout=300)
+    done = run_referee("demo", "--games", "1", "--move-time", "2000", timeout=300)  # a time no sample bot can miss
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     header = next(line for line in out.splitlines() if line.startswith("demo: "))

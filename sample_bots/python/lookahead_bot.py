@@ -7,13 +7,17 @@ raw point margin for the bot's side on the deal's score sheet (own raw points mi
 side's), with a large bonus or penalty when the deal ends the game by an 18/19/20 condition.
 Candidates are the best ``max_candidates`` moves by the greedy value; ties go to the greedy order.
 
-It samples until ``time_fraction`` of the turn's move time has passed (default 40%), or for a
-fixed number of samples (``samples=``, for reproducible evaluation). Seed: $CASINO_BOT_SEED.
-Run: ``python sample_bots/python/lookahead_bot.py``.
+It keeps its own time: it samples until ``time_fraction`` of the turn's move time has passed
+(default 40%), and never closer than a safety margin to what the Turn allows (move time + bank),
+checking the clock between rollouts and inside each one; or it does a fixed amount of work
+(``--samples N``: the same moves on any machine, for tests and reproducible evaluation).
+Seed: $CASINO_BOT_SEED. Run: ``python sample_bots/python/lookahead_bot.py [--samples N]
+[--time-fraction F]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import sys
@@ -25,6 +29,23 @@ from referee.rules import GameState, RuleOptions, RulesError, legal_moves as eng
 from referee.rules.scoring import DealSheet
 
 CONDITION_WIN = 30.0  # more than any deal's margin: meeting an 18/19/20 condition ends the game
+# The answer must reach the referee within move time + bank (+ its small grace, which is for
+# transport). Stop thinking this long before that: the answer still has to be encoded and sent, and
+# on a busy machine the bot's process may wait for a CPU. A share of the limit, at least a floor.
+SAFETY_SHARE = 0.3
+SAFETY_MIN_MS = 25.0
+
+
+class OutOfTime(Exception):
+    """The thinking deadline passed in the middle of a rollout."""
+
+
+def think_deadline(turn_started: float, move_time_ms: int, bank_ms: int, time_fraction: float) -> float:
+    """When to stop sampling (``time.monotonic()`` seconds): ``time_fraction`` of the move time,
+    but never later than the safety margin before move time + bank runs out."""
+    allowed_ms = move_time_ms + bank_ms
+    latest_ms = allowed_ms - max(SAFETY_MIN_MS, SAFETY_SHARE * allowed_ms)
+    return turn_started + max(0.0, min(time_fraction * move_time_ms, latest_ms)) / 1000
 
 
 def deal_margin(sheet: DealSheet, side: int) -> float:
@@ -36,9 +57,12 @@ def deal_margin(sheet: DealSheet, side: int) -> float:
     return float(margin)
 
 
-def rollout(state: GameState, side: int) -> float:
-    """Finish the deal with the greedy policy for every seat; the side's margin on the sheet."""
+def rollout(state: GameState, side: int, deadline: float | None = None) -> float:
+    """Finish the deal with the greedy policy for every seat; the side's margin on the sheet.
+    Raises OutOfTime when ``deadline`` passes on the way."""
     while not state.deal_over:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise OutOfTime
         moves = engine_legal_moves(state)
         state = play(state, moves[greedy_index(moves, state.loose, state.builds)])
     return deal_margin(state.sheets[-1], side)
@@ -72,11 +96,12 @@ def lookahead_index(
             state = state_from_turn(turn, rng, options)
         except (ValueError, RulesError):
             break  # an inconsistent turn: fall back on what we have, or greedy
-        for i in candidates:
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            totals[i] += rollout(play(state, moves[i]), side)
-            counts[i] += 1
+        try:
+            for i in candidates:
+                totals[i] += rollout(play(state, moves[i]), side, deadline)  # a cut-off rollout counts for nothing
+                counts[i] += 1
+        except OutOfTime:
+            break
         done += 1
     sampled = [i for i in candidates if counts[i]]
     if not sampled:
@@ -89,6 +114,8 @@ class LookaheadBot(CasinoBot):
     version = "0.1.0"
 
     def __init__(self, seed: int = 0, *, samples: int | None = None, time_fraction: float | None = 0.4) -> None:
+        if samples is None and time_fraction is None:
+            raise ValueError("give samples or a time_fraction")
         super().__init__()
         self.rng = random.Random(seed)
         self.samples = samples
@@ -96,14 +123,28 @@ class LookaheadBot(CasinoBot):
 
     def choose(self, turn):  # type: ignore[no-untyped-def]
         deadline = None
-        if self.time_fraction is not None:
-            deadline = self.turn_started + self.time_fraction * (turn.move_time_ms or 1000) / 1000
+        if self.samples is None:  # with a fixed number of samples the work, not the clock, decides
+            deadline = think_deadline(self.turn_started, turn.move_time_ms or 1000, turn.bank_ms,
+                                      self.time_fraction or 0.4)
         return lookahead_index(turn, self.rng, samples=self.samples, deadline=deadline, options=self.options)
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The sample lookahead bot (Monte Carlo over hidden cards).")
+    parser.add_argument("--samples", type=int, help="a fixed number of samples per move, whatever the clock says")
+    parser.add_argument("--time-fraction", type=float, default=0.4,
+                        help="share of the move time to think (default 0.4; capped by a safety margin)")
+    args = parser.parse_args(argv)
     seed = os.environ.get("CASINO_BOT_SEED", "0")
     if not seed.lstrip("-").isdigit():
-        print(f"error: CASINO_BOT_SEED must be a whole number, not {seed!r}", file=sys.stderr)
-        raise SystemExit(2)
-    run(LookaheadBot(int(seed)))
+        parser.error(f"CASINO_BOT_SEED must be a whole number, not {seed!r}")
+    if args.samples is not None and args.samples < 1:
+        parser.error(f"--samples must be at least 1, not {args.samples}")
+    if not 0 < args.time_fraction <= 1:
+        parser.error(f"--time-fraction must be in (0, 1], not {args.time_fraction}")
+    run(LookaheadBot(int(seed), samples=args.samples, time_fraction=None if args.samples else args.time_fraction))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

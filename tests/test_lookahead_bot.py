@@ -1,0 +1,74 @@
+"""The sample lookahead bot keeps its own time: when it stops thinking (a share of the move time,
+never closer than a safety margin to what the Turn allows), that the clock is checked inside a
+rollout, and that with a fixed number of samples the work, not the clock, decides its move.
+
+The deadlines here are in the past or far away, so no verdict depends on the machine's speed;
+how close the bot comes to the limit on a busy machine is a benchmark
+(bench/bench_lookahead_clock.py, docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+
+import pytest
+
+from referee.convert import turn_to_pb
+from referee.rules import RuleOptions, apply, legal_moves, new_game, observation
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "sample_bots" / "python"))
+from casino_bot import legal_moves as sdk_legal_moves, state_from_turn, table_from_turn  # noqa: E402
+from greedy_bot import greedy_index  # noqa: E402
+from lookahead_bot import LookaheadBot, OutOfTime, lookahead_index, rollout, think_deadline  # noqa: E402
+
+
+@pytest.mark.parametrize("move_ms, bank_ms, fraction, expected_ms", [
+    (100, 0, 0.4, 40.0),       # the share of the move time
+    (100, 0, 0.9, 70.0),       # capped: 30% of the limit is kept as a margin
+    (40, 0, 0.4, 15.0),        # capped by the 25 ms floor of the margin
+    (100, 1000, 0.9, 90.0),    # a bank raises the cap, not the share
+    (10, 0, 0.4, 0.0),         # a limit below the margin: answer at once
+])
+def test_think_deadline(move_ms: int, bank_ms: int, fraction: float, expected_ms: float) -> None:
+    assert think_deadline(1000.0, move_ms, bank_ms, fraction) == pytest.approx(1000.0 + expected_ms / 1000)
+
+
+def a_turn(seed: int = 3, plays: int = 5):  # type: ignore[no-untyped-def]
+    """The Turn the referee would send after ``plays`` first-legal-move plays of a seeded game."""
+    state = new_game(RuleOptions(players=2), seed=seed)
+    for _ in range(plays):
+        state = apply(state, legal_moves(state)[0])
+    moves = legal_moves(state)
+    assert len(moves) > 1
+    return turn_to_pb("g", 1, observation(state, state.to_move), moves, 100, 0)
+
+
+def test_a_rollout_stops_when_the_deadline_passes() -> None:
+    turn = a_turn()
+    state = state_from_turn(turn, random.Random(1))
+    with pytest.raises(OutOfTime):
+        rollout(state, turn.observation.side, deadline=time.monotonic() - 1)
+    assert isinstance(rollout(state, turn.observation.side, deadline=None), float)
+
+
+def test_past_its_deadline_it_answers_greedy_without_sampling() -> None:
+    turn = a_turn()
+    loose, builds = table_from_turn(turn)
+    expected = greedy_index(sdk_legal_moves(turn), loose, builds)
+    got = lookahead_index(turn, random.Random(1), deadline=time.monotonic() - 1)
+    assert got == expected
+
+
+def test_fixed_samples_decide_the_move_whatever_the_clock() -> None:
+    turn = a_turn(seed=8, plays=7)
+    first = LookaheadBot(5, samples=3, time_fraction=None)
+    second = LookaheadBot(5, samples=3, time_fraction=None)
+    second.turn_started = time.monotonic() - 3600  # a turn that "arrived" an hour ago: the clock is ignored
+    assert first.choose(turn) == second.choose(turn)
+
+
+def test_it_needs_samples_or_a_time_fraction() -> None:
+    with pytest.raises(ValueError):
+        LookaheadBot(0, samples=None, time_fraction=None)
