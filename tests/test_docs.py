@@ -81,7 +81,8 @@ def _table(heading: str) -> list[list[str]]:
     rest = PROTOCOL_DOC[PROTOCOL_DOC.index(heading):]
     table = re.search(r"\n(\|.*\n)+", rest)
     assert table, f"no table after {heading!r}"
-    return [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in table.group(0).strip().splitlines()[2:]]
+    lines = table.group(0).strip().splitlines()[2:]  # after the header and its --- line
+    return [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in lines]
 
 
 def _doc_rows(heading: str) -> dict[str, list[str]]:
