@@ -105,8 +105,9 @@ class Handshake(_message.Message):
     compares the major version in the Hello.
     """
     match_id: _builtins.str
+    """12 hex characters; under the arena, the tournament's name."""
     games: _builtins.int
-    """Games in this match."""
+    """Games in this match; 0 when not known ahead (under the arena)."""
     @_builtins.property
     def options(self) -> _game_pb2.RuleOptions: ...
     @_builtins.property
@@ -176,7 +177,7 @@ class GameStart(_message.Message):
     PLAYER_NAMES_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game_number: _builtins.int
-    """1-based within the match."""
+    """1-based within the match (under the arena: the game's number in the tournament)."""
     seat: _builtins.int
     """This bot's seat and side in this game."""
     side: _builtins.int
@@ -286,7 +287,7 @@ Global___MoveChoice: _TypeAlias = MoveChoice  # noqa: Y015
 @_typing.final
 class PlayMade(_message.Message):
     """A play made by anyone (this bot included): public information. Sent only to bots that set
-    Hello.play_events.
+    Hello.play_events (and whose stream is still open).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -326,7 +327,9 @@ Global___PlayMade: _TypeAlias = PlayMade  # noqa: Y015
 
 @_typing.final
 class GameEnd(_message.Message):
-    """A game is over."""
+    """A game is over. Sent to every bot of the game whose stream is still open (a bot that timed
+    out included).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 

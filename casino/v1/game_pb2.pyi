@@ -83,43 +83,63 @@ class _FailureKind:
 class _FailureKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FailureKind.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     FAILURE_KIND_UNSPECIFIED: _FailureKind.ValueType  # 0
+    """Never sent."""
     FAILURE_KIND_TIMEOUT: _FailureKind.ValueType  # 1
-    """No answer within the move limit (plus bank and grace), or stopped reading its stream."""
+    """No answer within the move limit plus bank and grace; also a bot that stops reading its
+    stream.
+    """
     FAILURE_KIND_ILLEGAL_MOVE: _FailureKind.ValueType  # 2
     """A well-formed move that is not legal here."""
     FAILURE_KIND_MALFORMED: _FailureKind.ValueType  # 3
-    """An answer that is not a move: bad index, unparsable notation, wrong turn id, oversized."""
+    """An answer that is not a move: bad index, unparsable notation or structured move, no choice,
+    wrong turn id, oversized message.
+    """
     FAILURE_KIND_DISCONNECT: _FailureKind.ValueType  # 4
     """The stream closed or broke."""
     FAILURE_KIND_CRASH: _FailureKind.ValueType  # 5
-    """The bot's process exited."""
+    """The bot's process exited (only for bots the referee started): found exited at its turn, or
+    exiting within 0.5 s of its stream breaking.
+    """
     FAILURE_KIND_STARTUP: _FailureKind.ValueType  # 6
-    """The bot could not be started, did not become healthy or answer the handshake in time,
+    """The bot could not be started, did not become healthy, did not answer the handshake in time,
     answered it without a Hello, or speaks another protocol version.
     """
     FAILURE_KIND_PROTOCOL: _FailureKind.ValueType  # 7
-    """A message the protocol does not allow at that point (e.g. an unrequested move)."""
+    """A message not allowed at that point: an unrequested message, a second answer to a turn, a
+    non-move answer to a turn, a flood.
+    """
 
 class FailureKind(_FailureKind, metaclass=_FailureKindEnumTypeWrapper):
-    """What a bot did wrong."""
+    """What a bot did wrong. docs/protocol.md, section 5, lists which behaviour gives which kind; each
+    value's comment is its meaning there (tests/test_docs.py compares them).
+    """
 
 FAILURE_KIND_UNSPECIFIED: FailureKind.ValueType  # 0
+"""Never sent."""
 FAILURE_KIND_TIMEOUT: FailureKind.ValueType  # 1
-"""No answer within the move limit (plus bank and grace), or stopped reading its stream."""
+"""No answer within the move limit plus bank and grace; also a bot that stops reading its
+stream.
+"""
 FAILURE_KIND_ILLEGAL_MOVE: FailureKind.ValueType  # 2
 """A well-formed move that is not legal here."""
 FAILURE_KIND_MALFORMED: FailureKind.ValueType  # 3
-"""An answer that is not a move: bad index, unparsable notation, wrong turn id, oversized."""
+"""An answer that is not a move: bad index, unparsable notation or structured move, no choice,
+wrong turn id, oversized message.
+"""
 FAILURE_KIND_DISCONNECT: FailureKind.ValueType  # 4
 """The stream closed or broke."""
 FAILURE_KIND_CRASH: FailureKind.ValueType  # 5
-"""The bot's process exited."""
+"""The bot's process exited (only for bots the referee started): found exited at its turn, or
+exiting within 0.5 s of its stream breaking.
+"""
 FAILURE_KIND_STARTUP: FailureKind.ValueType  # 6
-"""The bot could not be started, did not become healthy or answer the handshake in time,
+"""The bot could not be started, did not become healthy, did not answer the handshake in time,
 answered it without a Hello, or speaks another protocol version.
 """
 FAILURE_KIND_PROTOCOL: FailureKind.ValueType  # 7
-"""A message the protocol does not allow at that point (e.g. an unrequested move)."""
+"""A message not allowed at that point: an unrequested message, a second answer to a turn, a
+non-move answer to a turn, a flood.
+"""
 Global___FailureKind: _TypeAlias = FailureKind  # noqa: Y015
 
 @_typing.final
@@ -170,13 +190,13 @@ class TimeControl(_message.Message):
     move_time_ms: _builtins.int
     """Limit for one move, from sending the turn to receiving the answer."""
     grace_ms: _builtins.int
-    """Extra time the referee waits past a limit before declaring a timeout (transport slack).
-    In a RunMatchRequest, 0 means the default, 50 ms.
+    """Extra time the referee waits past a limit before declaring a timeout (transport slack);
+    never banked. In a RunMatchRequest, 0 means the default, 50 ms.
     """
     bank_initial_ms: _builtins.int
     """Optional time bank per game: starting amount (0: the bank starts empty)."""
     bank_increment_ms: _builtins.int
-    """Added to the bank after each move (with 0 here and above there is no bank)."""
+    """Added to the bank after each move made in time (with 0 here and above there is no bank)."""
     startup_time_ms: _builtins.int
     """Time for a bot to become healthy and answer the handshake."""
     def __init__(
@@ -198,8 +218,9 @@ Global___TimeControl: _TypeAlias = TimeControl  # noqa: Y015
 
 @_typing.final
 class Move(_message.Message):
-    """One play, by its effect. The referee fills every field; a bot answering with a Move needs
-    card, kind, value, builds and loose (notation is ignored on input).
+    """One play, by its effect. The referee fills every field in Turn.legal_moves; a bot answering
+    with a structured Move needs card, kind, value, builds and loose (notation is ignored on input).
+    Each field's comment is its meaning in docs/protocol.md (tests/test_docs.py compares them).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -213,17 +234,20 @@ class Move(_message.Message):
     card: _builtins.str
     """The card played from hand."""
     kind: Global___MoveKind.ValueType
+    """Trail, capture, build, add or raise."""
     value: _builtins.int
-    """Resulting build value for build/add/raise; 0 for trail and capture."""
+    """Resulting build value (2-14) for build, add and raise; 0 for trail and capture (ignored on
+    input for those).
+    """
     notation: _builtins.str
-    """Canonical notation, e.g. "KS capture 5S 8C KH"."""
+    """Canonical notation, e.g. "KS capture 5S 8C"."""
     @_builtins.property
     def builds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """Captured build ids, or the one build added to or raised."""
+        """Capture: the ids of the builds taken; add/raise: the one build added to or raised."""
 
     @_builtins.property
     def loose(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Loose table cards taken, in canonical card order."""
+        """Loose table cards taken or used, canonical card order (any order on input)."""
 
     def __init__(
         self,
@@ -423,12 +447,15 @@ class Failure(_message.Message):
     seat: _builtins.int
     kind: Global___FailureKind.ValueType
     deal: _builtins.int
-    """0-based deal and 1-based play number within it (0 for a failure before the game's first
-    play, e.g. at startup).
+    """0-based deal and 1-based number of the play the seat was asked for (0 for a failure before
+    the game's first play: a seat that could not be started or told the game).
     """
     play_number: _builtins.int
     received: _builtins.str
-    """What the bot sent, abbreviated."""
+    """What the bot sent: the protobuf text format of the message on one line (line breaks made
+    spaces), cut after 200 characters with "..." appended; the MoveChoice for a move read as the
+    answer to a Turn, else the whole PlayResponse. Empty when nothing usable arrived.
+    """
     reason: _builtins.str
     """Why it was rejected."""
     forfeit: _builtins.bool
@@ -473,16 +500,19 @@ class GameResult(_message.Message):
     winner_side: _builtins.int
     """Winning side, or -1 for a draw or no winner."""
     deals: _builtins.int
+    """Deals played, including the unfinished one after a forfeit."""
     @_builtins.property
     def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """Final score of each side."""
+        """Final score of each side; after a forfeit, the scores before the deal in which it happened."""
 
     @_builtins.property
     def ranks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """Rank of each seat, 1 = best; equal ranks for a draw; a forfeiting side ranks last."""
 
     @_builtins.property
-    def failures(self) -> _containers.RepeatedCompositeFieldContainer[Global___Failure]: ...
+    def failures(self) -> _containers.RepeatedCompositeFieldContainer[Global___Failure]:
+        """Every failure of the game, forfeiting or not."""
+
     def __init__(
         self,
         *,

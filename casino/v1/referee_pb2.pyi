@@ -30,7 +30,9 @@ class _FailurePolicyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Failure
     FAILURE_POLICY_FORFEIT: _FailurePolicy.ValueType  # 1
     """The failing side forfeits the game (default)."""
     FAILURE_POLICY_RANDOM_MOVE: _FailurePolicy.ValueType  # 2
-    """A random legal move is played instead and a strike counted; max_strikes strikes forfeit."""
+    """A random legal move is played instead and a strike counted; a failure beyond max_strikes
+    forfeits.
+    """
 
 class FailurePolicy(_FailurePolicy, metaclass=_FailurePolicyEnumTypeWrapper):
     """What to do when a bot fails."""
@@ -39,7 +41,9 @@ FAILURE_POLICY_UNSPECIFIED: FailurePolicy.ValueType  # 0
 FAILURE_POLICY_FORFEIT: FailurePolicy.ValueType  # 1
 """The failing side forfeits the game (default)."""
 FAILURE_POLICY_RANDOM_MOVE: FailurePolicy.ValueType  # 2
-"""A random legal move is played instead and a strike counted; max_strikes strikes forfeit."""
+"""A random legal move is played instead and a strike counted; a failure beyond max_strikes
+forfeits.
+"""
 Global___FailurePolicy: _TypeAlias = FailurePolicy  # noqa: Y015
 
 @_typing.final
@@ -92,7 +96,7 @@ class RunMatchRequest(_message.Message):
     @_builtins.property
     def bots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """One endpoint per seat of the first game: "host:port", "unix:/path", or (only when the
-        server allows it) "cmd:<command line>".
+        server allows it, --allow-commands) a command line, "cmd:" prefix optional.
         """
 
     @_builtins.property
@@ -239,7 +243,9 @@ class PlayEvent(_message.Message):
     deal: _builtins.int
     play_number: _builtins.int
     elapsed_us: _builtins.int
-    """The bot's response time for this move."""
+    """The bot's response time for this move; for a substituted move, the time of the failed
+    attempt (0 when no turn could be sent).
+    """
     substituted: _builtins.bool
     def __init__(
         self,
@@ -273,7 +279,9 @@ class MatchResult(_message.Message):
     match_id: _builtins.str
     @_builtins.property
     def wins(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """Per bot (request order): games won, drawn, lost, forfeited."""
+        """Per bot (request order): games won, drawn, lost, forfeited. A forfeit also counts as a loss
+        (never as a draw, even when every side forfeited).
+        """
 
     @_builtins.property
     def draws(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
