@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shlex
 import shutil
@@ -41,10 +42,14 @@ NPM_CI_TIMEOUT_S = 300
 
 # Every process this session starts inherits this variable (the referee passes its environment
 # on to the bots it starts), so the process checks below see our bots and never those of another
-# test run or referee on the same machine.
-# (setdefault: this module may be imported twice, as ``conftest`` and as ``tests.conftest``.)
+# test run, of another pytest-xdist worker of this run, or of a referee on the same machine.
+# (Kept when already ours: this module may be imported twice, as ``conftest`` and as
+# ``tests.conftest``; a worker inherits the controller's value and makes its own.)
 SESSION_ENV = "CASINO_TEST_SESSION"
-SESSION_ID = os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+if not os.environ.get(SESSION_ENV, "").endswith(f"-{_WORKER}"):
+    os.environ[SESSION_ENV] = f"{uuid.uuid4().hex}-{_WORKER}"
+SESSION_ID = os.environ[SESSION_ENV]
 
 # For tests of timeouts, where one bot never answers (or answers only after the limit): a move
 # time that the well-behaved opponent, which answers in a millisecond or two, cannot miss even on
@@ -151,27 +156,46 @@ def running_builtin_bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
         proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def node_bot() -> str:
-    """``node sample_bots/node/bot.js`` (run from the repository root), dependencies installed."""
+def install_node_bot() -> str | None:
+    """Install the sample Node.js bot's packages (``npm ci``) unless they are there; None when the
+    bot is ready, else why it cannot be. Under a file lock: pytest-xdist workers (and the demos,
+    which would otherwise run ``npm ci`` themselves) never use a half-installed node_modules."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
-        pytest.skip(f"Node.js bot not testable: {'node' if not node else 'npm'} is not on PATH")
+        return f"{'node' if not node else 'npm'} is not on PATH"
     if not (NODE_BOT_DIR / "package-lock.json").is_file():
-        pytest.skip(f"Node.js bot not testable: {NODE_BOT_DIR.relative_to(ROOT)}/package-lock.json "
-                    "does not exist (yet)")
+        return f"{NODE_BOT_DIR.relative_to(ROOT)}/package-lock.json does not exist (yet)"
     if not (NODE_BOT_DIR / "bot.js").is_file():
-        pytest.skip(f"Node.js bot not testable: {NODE_BOT_DIR.relative_to(ROOT)}/bot.js does not exist (yet)")
-    if not (NODE_BOT_DIR / "node_modules").is_dir():
+        return f"{NODE_BOT_DIR.relative_to(ROOT)}/bot.js does not exist (yet)"
+    with open(NODE_BOT_DIR / ".npm-ci.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ready = NODE_BOT_DIR / "node_modules" / ".package-lock.json"  # npm writes it last
+        if ready.is_file():
+            return None
         try:
             done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_BOT_DIR, capture_output=True,
                                   text=True, timeout=NPM_CI_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
-            pytest.skip(f"Node.js bot not testable: npm ci took more than {NPM_CI_TIMEOUT_S} s")
+            return f"npm ci took more than {NPM_CI_TIMEOUT_S} s"
         if done.returncode != 0:
-            pytest.skip(f"Node.js bot not testable: npm ci failed (status {done.returncode}): "
-                        f"{done.stderr.strip()[-500:]}")
+            return f"npm ci failed (status {done.returncode}): {done.stderr.strip()[-500:]}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def node_bot() -> str:
+    """``node sample_bots/node/bot.js`` (run from the repository root), dependencies installed."""
+    why = install_node_bot()
+    if why:
+        pytest.skip(f"Node.js bot not testable: {why}")
     return "node sample_bots/node/bot.js"
+
+
+@pytest.fixture(scope="session")
+def node_bot_if_possible() -> str | None:
+    """For tests that use every sample bot there is (the demos): the Node.js bot's packages
+    installed when it can be, without skipping the test when it cannot; None or why not."""
+    return install_node_bot()
 
 
 @pytest.fixture(scope="session", autouse=True)
