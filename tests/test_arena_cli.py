@@ -54,7 +54,7 @@ def bot_entry(name: str, command: str, seed: int | None = None) -> str:
 def tournament_text(name: str, bots: list[str], top: str = "") -> str:
     """A 2-player tournament file (one duplicate set per pairing, fast moves); ``top`` adds top-level lines."""
     return (f"name = {json.dumps(name)}\nplayers = 2\ngames_per_pairing = 2\nseed = 11\nconcurrency = 2\n{top}\n"
-            "\n[time]\nmove_ms = 500\n\n" + "\n".join(bots))
+            "\n[time]\nmove_ms = 2000\n\n" + "\n".join(bots))
 
 
 def wait_no_bots(patterns: tuple[str, ...], wait_s: float = 10.0) -> list[tuple[int, str]]:

@@ -34,7 +34,7 @@ from tests.arena_support import (
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_BOTS = ROOT / "sample_bots" / "python"
 WAIT_S = 120.0  # bound of every wait for a round or a process: generous for a loaded 2-core machine
-TIME = {"move_ms": 500, "startup_ms": 20000}
+TIME = {"move_ms": 2000, "startup_ms": 20000}  # a move time no sample bot can miss on a loaded machine
 T = TypeVar("T")
 
 

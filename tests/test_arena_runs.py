@@ -50,7 +50,7 @@ PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 NAME = "runs"  # the same name everywhere: it is part of every game id, which seeds the random bots
 # Generous move and startup limits: eight games at once on two cores must not time out, or
 # results would depend on the machine's load.
-TIME = {"move_ms": 1000, "startup_ms": 20000}
+TIME = {"move_ms": 2000, "startup_ms": 20000}  # a move time no sample bot can miss on a loaded machine
 BOTS = [
     {"name": "random-a", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "11"}},
     {"name": "random-b", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "22"}},
@@ -388,7 +388,7 @@ def test_bots_that_fail_at_startup_or_crash_forfeit_only_their_games(tmp_path: P
     # the healthy bots time to start on a loaded machine.
     path = write_tournament(tmp_path / "bad.toml", {"name": "bad", "players": 2, "games_per_pairing": 2,
                                                     "concurrency": 2, "seed": 3},
-                            bots, {"move_ms": 1000, "startup_ms": 8000}, marker)
+                            bots, {"move_ms": 2000, "startup_ms": 8000}, marker)
     try:
         done = run_arena("run", str(path), timeout=PLAY_TIMEOUT_S)
     finally:
