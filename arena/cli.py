@@ -1,7 +1,7 @@
 """The ``arena`` command: run tournaments and ladders, and look at what they stored.
 
 Every usage problem (bad file, unknown bot, unreachable database, bad argument) is one line on
-stderr and exit status 2.
+stderr and exit status 2; a bad tournament file gets one line per problem.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from referee.errors import EndpointError
 from referee.render import record_lines
 
 from .compare_cli import add_compare_parser, add_gauntlet_parser
-from .config import ConfigError, TournamentConfig, load_config
+from .config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from .console import make_console
 from .executor import InProcessExecutor
-from .errors import UsageError
+from .errors import UsageError, one_line, quoted, shown
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
 from .standings import head_to_head_table, standings_csv, standings_json, standings_table
 from .storage import Store, StorageError
@@ -268,7 +268,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         (out / "records").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot create {out}: {exc.strerror}") from None
+        raise UsageError(f"cannot create {shown(str(out))}: {exc.strerror}") from None
     store, tid = _open(config)
     try:
         names = {b.position: b.name for b in store.bots(tid)}
@@ -307,6 +307,8 @@ def cmd_bots(args: argparse.Namespace) -> int:
         if args.action == "add":
             from referee.endpoints import BotEndpoint
 
+            if not BOT_NAME.fullmatch(args.name):  # the file's rule: names also name log files
+                raise UsageError(f"a bot name must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, not {quoted(args.name)}")
             BotEndpoint.parse(args.spec)  # raises EndpointError on a bad spec
             row = store.add_bot(tid, args.name, args.spec)
             sys.stdout.write(f"added {row.name}: {row.spec}\n")
@@ -327,7 +329,7 @@ def cmd_bots(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     config = _load(args.file)
     if config.ladder is None:
-        raise UsageError(f"{config.path.name}: no [ladder] section: `arena serve` needs interval or cron")
+        raise UsageError(f"{shown(config.path.name)}: no [ladder] section: `arena serve` needs interval or cron")
     from .ladder import serve_ladder
 
     if args.rounds is not None and args.rounds < 1:
@@ -416,7 +418,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (ConfigError, StorageError, UsageError, EndpointError) as exc:
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        # every problem of a tournament file, one line each (escaped again: a line stays a line)
+        lines = exc.errors if isinstance(exc, ConfigError) else (str(exc),)
+        sys.stderr.write("".join(f"{PROG}: error: {one_line(line)}\n" for line in lines))
         return 2
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")

@@ -30,6 +30,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
 
 from .config import ConfigError, LadderConfig, TournamentConfig
+from .errors import shown
 from .executor import InProcessExecutor
 from .pairings import ScheduledGame, ladder_pairings, schedule, set_size
 from .ratings import default_rating
@@ -262,7 +263,7 @@ class LadderServer:
 async def serve_ladder(config: TournamentConfig, console: Console, max_rounds: int | None = None) -> int:
     """`arena serve`: keep the file's ladder running (see the module docstring); the exit status."""
     if config.ladder is None:
-        raise ConfigError(f"{config.path.name}: no [ladder] section: `arena serve` needs interval or cron")
+        raise ConfigError(f"{shown(config.path.name)}: no [ladder] section: `arena serve` needs interval or cron")
     if max_rounds is not None and max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, not {max_rounds}")
     loop = asyncio.get_running_loop()

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from casino.v1 import game_pb2
 
+from .errors import shown
 from .models import Bot, Game, GameStatus, Rating, RatingHistory, Tournament, utcnow
 from .ratings import Rating as TrueSkillRating
 from .ratings import RatingBook, make_env
@@ -88,11 +89,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def describe_url(url: str) -> str:
-    """The URL without its password, for messages."""
+    """The URL without its password, for messages (escaped if it holds a line break or the like)."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return shown(make_url(url).render_as_string(hide_password=True), limit=1000)
     except ArgumentError:
-        return url
+        return shown(url, limit=1000)
 
 
 class Store:

@@ -369,6 +369,39 @@ def test_bad_tournament_file_is_a_usage_error(case: str, tmp_path: Path) -> None
     assert not (tmp_path / "bad-logs").exists(), "nothing ran"
 
 
+def test_every_problem_of_a_bad_file_is_reported_one_line_each(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(tournament_text("bad", two_bots("evil\nFORFEITS", "b"), top="gmaes_per_pairing = 2\nduplicate = \"yes\""),
+                    encoding="utf-8")
+    done = arena("run", str(path))
+    assert done.returncode == 2 and done.stdout == "", done
+    lines = done.stderr.splitlines()
+    assert len(lines) == 3, done.stderr
+    assert all(line.startswith("arena: error: bad.toml: ") for line in lines), lines
+    assert 'unknown key "gmaes_per_pairing"' in lines[0]
+    assert 'duplicate must be true or false, not "yes"' in lines[1]
+    assert lines[2].startswith('arena: error: bad.toml: [[bots]] #1 ("evil\\nFORFEITS") name must be'), lines[2]
+    assert not (tmp_path / "bad-logs").exists(), "nothing ran"
+
+
+def test_a_bot_program_that_is_not_executable_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    script = tmp_path / "my_bot.py"
+    script.write_text((SAMPLE_BOTS / "greedy_bot.py").read_text(encoding="utf-8"), encoding="utf-8")
+    script.chmod(0o644)  # a file that exists, but no execute bit (root honours that too)
+    path = tmp_path / "noexec.toml"
+    path.write_text(tournament_text("noexec", two_bots(command=str(script))), encoding="utf-8")
+    line = assert_usage_error(arena("run", str(path)))
+    assert "[[bots]] #1 (\"a\") command is not usable" in line and "my_bot.py is not executable" in line, line
+    assert not (tmp_path / "noexec-logs").exists() and not (tmp_path / "noexec.db").exists(), "nothing ran"
+
+
+def test_bots_add_refuses_a_bad_name_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "pool.toml"
+    path.write_text(tournament_text("pool", two_bots()), encoding="utf-8")
+    line = assert_usage_error(arena("bots", "add", "two\nlines", sample_bot("greedy_bot.py"), "-f", str(path)))
+    assert line.endswith('not "two\\nlines"'), line
+
+
 def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     line = assert_usage_error(arena("run", str(tmp_path / "nowhere.toml")))
     assert "nowhere.toml" in line
