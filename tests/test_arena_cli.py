@@ -9,6 +9,7 @@ import io
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -335,6 +336,26 @@ def test_export_writes_records_games_standings_and_rating_history(
         assert sorted(by_game[int(g["number"])]) == sorted(g["seats"].split())  # both players, once each
     final = {e["bot"]: e["mu"] for e in history}  # the last entry of each bot is its current rating
     assert final == {r["name"]: r["mu"] for r in json.loads(standings_text)["standings"]}
+
+
+def copy_of_built(built: Built, folder: Path) -> Path:
+    """The module's finished tournament (file and SQLite database) copied into ``folder``."""
+    for source in built.file.parent.iterdir():
+        if source.name.startswith(built.file.stem + ".") and source.is_file():  # cli.toml, cli.db (-wal, -shm)
+            shutil.copy2(source, folder / source.name)
+    return folder / built.file.name
+
+
+def test_a_changed_file_is_refused_with_each_changed_setting_old_and_new(built: Built, tmp_path: Path) -> None:
+    path = copy_of_built(built, tmp_path)
+    text = path.read_text(encoding="utf-8")
+    assert "move_ms = 500" in text and "seed = 11" in text
+    path.write_text(text.replace("move_ms = 500", "move_ms = 600").replace("seed = 11", "seed = 12")
+                    .replace('name = "greedy"', 'name = "greedy2"'), encoding="utf-8")
+    line = assert_usage_error(arena("run", str(path)))
+    assert (f"tournament {NAME!r} in sqlite:///{tmp_path / 'cli.db'} was scheduled with other settings "
+            '([[bots]] names: "greedy2" added and "greedy" removed; seed 11 -> 12; [time] move_ms 500 -> 600); ') in line, line
+    assert "rules" not in line and "players" not in line  # only what changed
 
 
 # --- usage errors ----------------------------------------------------------------------------------

@@ -475,3 +475,25 @@ def test_claim_prefers_games_whose_bots_are_free_but_never_starts_fewer(store_ur
         assert claimed == total
     finally:
         store.close()
+
+
+# --- a file changed since it was scheduled -------------------------------------------------------
+
+
+def test_settings_changes_name_each_changed_setting_as_the_file_writes_it() -> None:
+    from arena.runner import settings_changes
+
+    before = {"bots": ["a", "b", "c"], "players": 2, "seed": 1, "duplicate": True, "policy": "forfeit",
+              "rules": {"players": 2, "partnerships": True, "on_twenty": "little_casino", "max_deals": 30},
+              "time_control": {"move_time_ms": 1000, "grace_ms": 50, "startup_time_ms": 10000}}
+    after = {**before, "players": 3, "duplicate": False, "policy": "random_move",
+             "rules": {**before["rules"], "players": 3, "max_deals": 12},
+             "time_control": {**before["time_control"], "startup_time_ms": 20000}}
+    assert settings_changes(before, before) == []
+    assert settings_changes(before, after) == [
+        "players 2 -> 3", "duplicate true -> false", "[rules] max_deals 30 -> 12", "[time] startup_ms 10000 -> 20000",
+        '[failures] policy "forfeit" -> "random_move"']
+    assert settings_changes(before, {**before, "bots": ["a", "c", "b"]}) == [
+        '[[bots]] names: order ["a", "b", "c"] -> ["a", "c", "b"]']
+    assert settings_changes(before, {**before, "bots": ["a", "b", "c", "d\ne"]}) == ['[[bots]] names: "d\\ne" added']
+    assert settings_changes({"seed": 1}, {"seed": 1, "max_strikes": 3}) == ["[failures] max_strikes (not stored) -> 3"]
