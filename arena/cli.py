@@ -30,6 +30,7 @@ from .compare_cli import add_compare_parser, add_gauntlet_parser
 from .config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from .console import make_console
 from .executor import InProcessExecutor
+from .lease import Lease
 from .errors import UsageError, one_line, quoted, shown
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
 from .standings import head_to_head_table, standings_csv, standings_json, standings_table
@@ -71,8 +72,12 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
                          refresh_s: float = 1.0, show_paths: bool = True) -> int:
     """``arena run``: schedule (first time) or resume, play every pending game, print standings."""
     store = Store(config.database)
+    lease: Lease | None = None
     try:
         tid = open_tournament(store, config)
+        lease = Lease.acquire(store, tid, config.name, "run")  # before any game is touched
+        if lease.taken_from:
+            console.print(f"took over the lease of a process that is gone: {lease.taken_from}", soft_wrap=True)
         counts = store.counts(tid)
         total = sum(counts.values())
         settled = counts["done"] + counts["failed"]
@@ -101,6 +106,7 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
 
         runner = TournamentRunner(store, tid, config, executor, concurrency, on_game)
         loop = asyncio.get_running_loop()
+        lease.when_lost(lambda: loop.call_soon_threadsafe(runner.stopping.set))
         interrupts = 0
 
         def interrupt() -> None:
@@ -157,6 +163,8 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
             console.print(f"database: {store.url_for_people}; bot logs: {logs_dir_for(config)}", soft_wrap=True)
         return 0
     finally:
+        if lease is not None:
+            lease.release()
         store.close()
 
 

@@ -32,6 +32,7 @@ from rich.console import Console
 from .config import ConfigError, LadderConfig, TournamentConfig
 from .errors import shown
 from .executor import InProcessExecutor
+from .lease import Lease
 from .pairings import ScheduledGame, ladder_pairings, schedule, set_size
 from .ratings import default_rating
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
@@ -278,13 +279,20 @@ async def serve_ladder(config: TournamentConfig, console: Console, max_rounds: i
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     store: Store | None = None
+    lease: Lease | None = None
     try:
         store = Store(config.database)
         tid = open_tournament(store, config, schedule_games=False)
+        lease = Lease.acquire(store, tid, config.name, "serve")  # two servers would both schedule rounds
+        if lease.taken_from:
+            console.print(f"took over the lease of a process that is gone: {lease.taken_from}", soft_wrap=True)
         server = LadderServer(store, tid, config, console, max_rounds)
+        lease.when_lost(lambda: loop.call_soon_threadsafe(server.stop) if server is not None else None)
         return await server.serve()
     finally:
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
+        if lease is not None:
+            lease.release()
         if store is not None:
             store.close()

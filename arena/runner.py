@@ -24,7 +24,7 @@ from .errors import quoted
 from .executor import GameExecutor, SeatBot
 from .pairings import round_robin
 from .standings import Standings, compute_standings
-from .storage import GameTask, Store, StorageError
+from .storage import GameTask, Store, StorageError, TournamentExistsError
 
 log = logging.getLogger("arena.runner")
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
@@ -134,12 +134,14 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
     name scheduled with other settings is an error: its games would not be comparable."""
     tid = store.tournament_id(config.name)
     if tid is None:
-        tid = store.create_tournament(config.name, config.settings_fingerprint(), config_settings(config),
-                                      _bot_tuples(config))
-        if schedule_games:
-            games = round_robin(len(config.bots), config.players, config.games_per_pairing, config.duplicate, config.seed)
-            store.add_games(tid, 1, games)
-        return tid
+        games = (round_robin(len(config.bots), config.players, config.games_per_pairing, config.duplicate, config.seed)
+                 if schedule_games else [])
+        try:
+            return store.create_tournament(config.name, config.settings_fingerprint(), config_settings(config),
+                                           _bot_tuples(config), games)
+        except TournamentExistsError:  # another process created it at the same moment: open theirs
+            tid = store.tournament_id(config.name)
+            assert tid is not None
     stored = store.tournament(tid)
     if stored.fingerprint != config.settings_fingerprint():
         # Tournaments stored before the settings kept their bots: the first bots of the pool are the file's.

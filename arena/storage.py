@@ -19,7 +19,7 @@ from alembic.config import Config
 from google.protobuf import json_format
 from sqlalchemy import Engine, create_engine, event, func, select, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from casino.v1 import game_pb2
@@ -37,6 +37,10 @@ CLAIM_WINDOW = 8  # pending games looked at when choosing ones whose bots are fr
 
 class StorageError(Exception):
     """The database cannot be used (unreachable, bad URL, a schedule that does not match)."""
+
+
+class TournamentExistsError(StorageError):
+    """Two processes created a tournament of one name at once: this one lost (and may open it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,19 +164,28 @@ class Store:
             return list(s.scalars(select(Tournament).order_by(Tournament.id)))
 
     def create_tournament(self, name: str, fingerprint: str, settings: dict[str, Any],
-                          bots: Sequence[tuple[str, str, str | None, dict[str, str]]]) -> int:
-        """A new tournament with its bots (name, spec, cwd, env) at positions 0.. in order."""
+                          bots: Sequence[tuple[str, str, str | None, dict[str, str]]], games: Iterable[Any] = ()) -> int:
+        """A new tournament with its bots (name, spec, cwd, env) at positions 0.. in order, and
+        ``games`` as its round 1, in one transaction (so nobody sees it without its games).
+        TournamentExistsError when another process created one of that name first."""
         env = make_env()
-        with self.session() as s, s.begin():
-            t = Tournament(name=name, fingerprint=fingerprint, settings=settings, rated_through=0, rounds=0)
-            s.add(t)
-            s.flush()
-            for position, (bot_name, spec, cwd, bot_env) in enumerate(bots):
-                bot = Bot(tournament_id=t.id, position=position, name=bot_name, spec=spec, cwd=cwd, env=dict(bot_env), active=True)
-                s.add(bot)
+        try:
+            with self.session() as s, s.begin():
+                t = Tournament(name=name, fingerprint=fingerprint, settings=settings, rated_through=0, rounds=0)
+                s.add(t)
                 s.flush()
-                s.add(Rating(bot_id=bot.id, mu=env.mu, sigma=env.sigma, games=0))
-            return t.id
+                for position, (bot_name, spec, cwd, bot_env) in enumerate(bots):
+                    bot = Bot(tournament_id=t.id, position=position, name=bot_name, spec=spec, cwd=cwd, env=dict(bot_env), active=True)
+                    s.add(bot)
+                    s.flush()
+                    s.add(Rating(bot_id=bot.id, mu=env.mu, sigma=env.sigma, games=0))
+                if _schedule(s, t, 1, games):
+                    t.rounds = 1
+                return t.id
+        except IntegrityError:
+            if self.tournament_id(name) is None:
+                raise
+            raise TournamentExistsError(f"tournament {name!r} was just created by another process") from None
 
     def bots(self, tid: int, active_only: bool = False) -> list[BotRow]:
         with self.session() as s:
@@ -220,13 +233,9 @@ class Store:
     def add_games(self, tid: int, round_number: int, games: Iterable[Any]) -> int:
         """Schedule games (objects with number, set_number, deck_seed, seat_bots) as one round."""
         with self.session() as s, s.begin():
-            count = 0
-            for g in games:
-                s.add(Game(tournament_id=tid, number=g.number, round=round_number, set_number=g.set_number,
-                           deck_seed=g.deck_seed, seat_bots=list(g.seat_bots), status=GameStatus.PENDING.value, attempt=0))
-                count += 1
             t = s.get(Tournament, tid)
             assert t is not None
+            count = _schedule(s, t, round_number, games)
             t.rounds = max(t.rounds, round_number)
             return count
 
@@ -395,6 +404,16 @@ class Store:
                              .where(RatingHistory.tournament_id == tid)
                              .order_by(RatingHistory.game_number, Bot.position))
             return [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+def _schedule(s: Session, t: Tournament, round_number: int, games: Iterable[Any]) -> int:
+    """Add ``games`` to tournament ``t`` as pending games of ``round_number``; how many."""
+    count = 0
+    for g in games:
+        s.add(Game(tournament_id=t.id, number=g.number, round=round_number, set_number=g.set_number,
+                   deck_seed=g.deck_seed, seat_bots=list(g.seat_bots), status=GameStatus.PENDING.value, attempt=0))
+        count += 1
+    return count
 
 
 def _game_row(g: Game) -> GameRow:
