@@ -34,7 +34,7 @@ from .lease import Lease
 from .errors import UsageError, one_line, quoted, shown
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
 from .standings import head_to_head_table, standings_csv, standings_json, standings_table
-from .storage import Store, StorageError
+from .storage import NoDatabaseError, Store, StorageError
 
 PROG = "arena"
 
@@ -46,14 +46,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{PROG}: error: {command + ': ' if command else ''}{message}\n")
 
 
-def _load(path: str) -> TournamentConfig:
-    return load_config(path)
+def _load(path: str, reading: bool = False) -> TournamentConfig:
+    """The tournament file; a command that only reads results does not need the bots' programs."""
+    return load_config(path, check_programs=not reading)
 
 
 def _open(config: TournamentConfig) -> tuple[Store, int]:
-    store = Store(config.database)
+    """The tournament's database opened for reading (a read-only copy works too) and its id."""
+    try:
+        store = Store(config.database, read_only=True)
+    except NoDatabaseError as exc:
+        raise UsageError(f"tournament {config.name!r} has not been run yet ({exc})") from None
     tid = store.tournament_id(config.name)
     if tid is None:
+        store.close()
         raise UsageError(f"tournament {config.name!r} has not been run yet (no games in {store.url_for_people})")
     return store, tid
 
@@ -179,7 +185,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_standings(args: argparse.Namespace) -> int:
-    config = _load(args.file)
+    config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
         standings = current_standings(store, tid)
@@ -207,7 +213,7 @@ def _result_text(result: dict | None, seat_names: list[str], players: int) -> st
 
 
 def cmd_games(args: argparse.Namespace) -> int:
-    config = _load(args.file)
+    config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
         bots = store.bots(tid)
@@ -246,7 +252,7 @@ def cmd_games(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    config = _load(args.file)
+    config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
         row, record = store.game(tid, args.game)
@@ -271,7 +277,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    config = _load(args.file)
+    config = _load(args.file, reading=True)
     out = Path(args.dir)
     try:
         (out / "records").mkdir(parents=True, exist_ok=True)
@@ -308,10 +314,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_bots(args: argparse.Namespace) -> int:
-    config = _load(args.file)
-    store = Store(config.database)
+    config = _load(args.file, reading=args.action == "list")
+    try:  # listing an existing pool only reads (a read-only copy works); the rest may create it
+        store, tid = _open(config) if args.action == "list" else (Store(config.database), 0)
+    except UsageError:
+        store, tid = Store(config.database), 0
     try:
-        tid = store.tournament_id(config.name) or open_tournament(store, config, schedule_games=False)
+        tid = tid or store.tournament_id(config.name) or open_tournament(store, config, schedule_games=False)
         if args.action == "add":
             from referee.endpoints import BotEndpoint
 

@@ -130,8 +130,10 @@ class TournamentConfig:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def load_config(path: str | Path) -> TournamentConfig:
-    """Read and check the tournament file at ``path``; ConfigError on any problem."""
+def load_config(path: str | Path, check_programs: bool = True) -> TournamentConfig:
+    """Read and check the tournament file at ``path``; ConfigError on any problem. Commands that
+    only read results pass ``check_programs=False``: they start no bot, so a bot's program and
+    ``cwd`` need not exist (a finished tournament copied to another machine can still be read)."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -141,10 +143,10 @@ def load_config(path: str | Path) -> TournamentConfig:
         text = data.decode("utf-8-sig")  # TOML is UTF-8; tolerate the byte-order mark some editors write
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{shown(path.name)}: not UTF-8 text (byte {exc.start})") from None
-    return parse_config(text, path)
+    return parse_config(text, path, check_programs)
 
 
-def parse_config(text: str, path: Path) -> TournamentConfig:
+def parse_config(text: str, path: Path, check_programs: bool = True) -> TournamentConfig:
     """Check a tournament file given as text; ``path`` names it and gives the folder for relative paths.
 
     Every problem is found before ConfigError is raised (one line each), so a file is fixed in
@@ -179,7 +181,7 @@ def parse_config(text: str, path: Path) -> TournamentConfig:
     policy = FailurePolicy(failures.choice("policy", POLICY_CHOICES, FailurePolicy.FORFEIT.value))
     max_strikes = failures.integer("max_strikes", 3, minimum=0)
 
-    bots = _bots(top, path.parent, players)
+    bots = _bots(top, path.parent, players, check_programs)
     ladder = _ladder(top.table("ladder")) if "ladder" in data else None
     if problems:
         raise ConfigError(*problems)
@@ -359,7 +361,7 @@ def _time_control(table: _Table) -> TimeControl:
         return d
 
 
-def _bots(top: _Table, folder: Path, players: int) -> tuple[BotConfig, ...]:
+def _bots(top: _Table, folder: Path, players: int, check_programs: bool) -> tuple[BotConfig, ...]:
     entries = top.data.get("bots", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         top.fail("bots", f"must be an array of tables (one [[bots]] header per bot), not {_show(entries)}")
@@ -372,7 +374,7 @@ def _bots(top: _Table, folder: Path, players: int) -> tuple[BotConfig, ...]:
         name = entry.get("name")
         label = f"[[bots]] #{number} ({_show(name)})" if isinstance(name, str) else f"[[bots]] #{number}"
         table = _Table(top.file, label, entry, top.problems, kind="[[bots]]")
-        bot = _bot(table, folder)
+        bot = _bot(table, folder, check_programs)
         if table.bad.intersection(("name",)) or not bot.name:
             continue
         # Names also name log files and database rows: "Greedy" and "greedy" would collide on some disks.
@@ -382,7 +384,7 @@ def _bots(top: _Table, folder: Path, players: int) -> tuple[BotConfig, ...]:
     return tuple(bots)
 
 
-def _bot(table: _Table, folder: Path) -> BotConfig:
+def _bot(table: _Table, folder: Path, check_programs: bool) -> BotConfig:
     table.check_keys()
     name = table.string("name")
     if name and not BOT_NAME.fullmatch(name):
@@ -406,9 +408,9 @@ def _bot(table: _Table, folder: Path) -> BotConfig:
         cwd, env = None, {}
     else:
         key, spec = "command", table.string("command")
-        cwd = _cwd(table, folder)
+        cwd = _cwd(table, folder, check_programs)
         env = _env(table)
-    if table.all_good(key, "cwd"):
+    if table.all_good(key, "cwd") and (check_programs or has_address):
         try:
             BotEndpoint.parse(spec, cwd=cwd, env=env)
         except EndpointError as exc:
@@ -416,14 +418,14 @@ def _bot(table: _Table, folder: Path) -> BotConfig:
     return BotConfig(name=name, spec=spec, cwd=cwd, env=env)
 
 
-def _cwd(table: _Table, folder: Path) -> str | None:
+def _cwd(table: _Table, folder: Path, check: bool) -> str | None:
     if "cwd" not in table.data:
         return None
     text = table.string("cwd")
     if not text:
         return None
     resolved = os.path.normpath(folder / Path(text).expanduser())
-    if not Path(resolved).is_dir():
+    if check and not Path(resolved).is_dir():
         table.fail("cwd", f"{_show(text)} is not a directory (looked for {shown(resolved)})")
         return None
     return resolved

@@ -93,9 +93,14 @@ class BotEndpoint:
         base = Path(cwd) if cwd else Path.cwd()
         if os.sep in program:
             path = base / program
-            if not path.exists():
+            try:
+                exists, is_dir = path.exists(), path.is_dir()
+            except OSError as exc:  # e.g. a folder on the way that we may not enter
+                raise EndpointError(f"bad bot command {spec!r}: cannot look at {_shown(program)}: "
+                                    f"{exc.strerror or exc}") from None
+            if not exists:
                 raise EndpointError(f"unknown bot {spec!r}: {_shown(program)} does not exist")
-            if path.is_dir():
+            if is_dir:
                 raise EndpointError(f"bad bot command {spec!r}: {_shown(program)} is a directory, not a program")
             if not os.access(path, os.X_OK):  # root too: X_OK needs an execute bit on a file
                 raise EndpointError(f"bad bot command {spec!r}: {_shown(program)} is not executable "

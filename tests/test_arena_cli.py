@@ -7,12 +7,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -356,6 +359,106 @@ def test_a_changed_file_is_refused_with_each_changed_setting_old_and_new(built: 
     assert (f"tournament {NAME!r} in sqlite:///{tmp_path / 'cli.db'} was scheduled with other settings "
             '([[bots]] names: "greedy2" added and "greedy" removed; seed 11 -> 12; [time] move_ms 500 -> 600); ') in line, line
     assert "rules" not in line and "players" not in line  # only what changed
+
+
+# --- reading a read-only copy ------------------------------------------------------------------------
+
+NOBODY = 65534  # the unprivileged user root runs the readers as: root itself ignores permission bits
+
+
+def reader_argv(*args: str) -> list[str]:
+    """`arena ARGS` as a process that may not write a read-only folder: as root, under setpriv as nobody."""
+    argv = [sys.executable, "-m", "arena.cli", *args]
+    if os.geteuid() != 0:
+        return argv
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
+
+
+def run_reader(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(reader_argv(*args), cwd="/", capture_output=True, text=True, timeout=CMD_TIMEOUT_S, env=env)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+@pytest.fixture
+def read_only_copy(built: Built) -> Iterator[Path]:
+    """The module's finished tournament (file and database) in a folder nobody may write, the
+    file and database read-only too; outside pytest's own (root-only) temporary folder, so the
+    unprivileged reader can reach it."""
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root, and without setpriv there is no unprivileged user to read as")
+        probe = run_reader("--help")
+        if probe.returncode != 0:
+            pytest.skip(f"running as root, and user {NOBODY} cannot run this checkout's Python: {probe.stderr[-300:]}")
+    base = Path(tempfile.mkdtemp(prefix="arena-readonly-", dir="/tmp"))
+    base.chmod(0o755)
+    folder = base / "copy"
+    folder.mkdir()
+    path = copy_of_built(built, folder)
+    (base / "out").mkdir(mode=0o777)
+    (base / "out").chmod(0o777)  # where the reader may export to
+    for item in (*folder.iterdir(), folder):
+        item.chmod(item.stat().st_mode & ~0o222)
+    try:
+        yield path
+    finally:
+        for item in (folder, *folder.iterdir()):
+            item.chmod(item.stat().st_mode | 0o200)
+        shutil.rmtree(base)
+
+
+def test_reading_commands_work_on_a_read_only_copy(built: Built, read_only_copy: Path,
+                                                   exported: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    folder = read_only_copy.parent
+    names = sorted(p.name for p in folder.iterdir())
+    assert "cli.db" in names and not os.access(folder, os.W_OK) or os.geteuid() == 0
+    for args in (["standings", "{file}", "--format", "json"], ["games", "{file}"], ["show", "{file}", "2"],
+                 ["bots", "list", "-f", "{file}"]):
+        done = run_reader(*(a.format(file=read_only_copy) for a in args))
+        assert done.returncode == 0, (args, done.stderr)
+        assert done.stdout == arena(*(a.format(file=built.file) for a in args)).stdout, args
+    out = folder.parent / "out" / "export"
+    done = run_reader("export", str(read_only_copy), str(out))
+    assert done.returncode == 0, done.stderr
+    assert (out / "games.csv").read_text(encoding="utf-8") == (exported[1] / "games.csv").read_text(encoding="utf-8")
+    assert sorted(p.name for p in folder.iterdir()) == names, "the reader left no -wal/-shm file behind"
+
+
+def test_a_write_ahead_log_that_cannot_be_read_is_one_clear_line(read_only_copy: Path) -> None:
+    folder = read_only_copy.parent
+    folder.chmod(0o755)
+    (folder / "cli.db-wal").write_bytes(b"\0" * 4096)  # a log left by a killed writer, without its -shm
+    folder.chmod(0o555)
+    try:
+        done = run_reader("standings", str(read_only_copy))
+    finally:
+        folder.chmod(0o755)
+        (folder / "cli.db-wal").unlink()
+        folder.chmod(0o555)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert "write-ahead log cli.db-wal holds games not yet in the file" in line and "cli.db-shm" in line, line
+
+
+def test_reading_commands_create_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "never.toml"
+    path.write_text(tournament_text("never", two_bots()), encoding="utf-8")
+    line = assert_usage_error(arena("games", str(path)))
+    assert f"'never' has not been run yet (no database file {tmp_path / 'never.db'})" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["never.toml"]
+
+
+def test_reading_commands_do_not_need_the_bots_programs(built: Built, tmp_path: Path) -> None:
+    """A finished tournament moved where its bots are not (another machine) can still be read."""
+    path = copy_of_built(built, tmp_path)
+    path.write_text(path.read_text(encoding="utf-8").replace(sys.executable, "/no/such/python"), encoding="utf-8")
+    done = arena("standings", str(path), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    refused = arena("run", str(path))  # running still checks them: one line per bot
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == BOTS, refused.stderr
+    assert all("/no/such/python does not exist" in line for line in refused.stderr.splitlines())
 
 
 # --- usage errors ----------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from arena.pairings import round_robin
 from arena.ratings import RatingBook, make_env
 from arena.results import GameOutcome
 from arena.standings import standings_json
-from arena.storage import GameTask, Store
+from arena.storage import GameTask, Store, StorageError
 from casino.v1 import game_pb2
 from tests.arena_support import (
     ROOT, arena_argv, arena_env, game_results, kill_marked_processes, new_marker, run_arena, sample_bot_command,
@@ -708,3 +708,57 @@ def test_a_lease_taken_over_is_lost_to_its_old_holder(store_url: str) -> None:
         assert _lease_row(store, tid)["owner"] == "newowner"
     finally:
         store.close()
+
+
+# --- a PostgreSQL database that does not exist yet ------------------------------------------------
+
+
+@pytest.fixture
+def pg_admin() -> Iterator[psycopg.Connection[Any]]:
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(exc).strip().splitlines()[0]}")
+    try:
+        yield admin
+    finally:
+        admin.close()
+
+
+def _database_exists(admin: psycopg.Connection[Any], name: str) -> bool:
+    return admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is not None
+
+
+def test_a_missing_postgresql_database_is_created_by_a_writer_not_by_a_reader(
+        pg_admin: psycopg.Connection[Any], tmp_path: Path) -> None:
+    name = f"arena_new_{secrets.token_hex(6)}"
+    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    path = write_tournament(tmp_path / "new.toml", {"name": "new", "database": url}, BOTS[:2], TIME)
+    try:
+        done = run_arena("standings", str(path))
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == (f"arena: error: tournament 'new' has not been run yet (database {url} does not exist)\n")
+        assert not _database_exists(pg_admin, name), "a reading command created the database"
+        store = Store(url)  # what arena run and arena serve open first
+        try:
+            assert _database_exists(pg_admin, name)
+            assert store.tournaments() == []
+        finally:
+            store.close()
+    finally:
+        pg_admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_missing_postgresql_database_the_user_may_not_create_is_one_clear_line(
+        pg_admin: psycopg.Connection[Any]) -> None:
+    role, name = f"arena_nocreate_{secrets.token_hex(4)}", f"arena_new_{secrets.token_hex(6)}"
+    pg_admin.execute(f'CREATE ROLE "{role}" LOGIN NOCREATEDB')
+    try:
+        with pytest.raises(StorageError) as caught:
+            Store(f"postgresql+psycopg://{role}@127.0.0.1:5432/{name}")
+        assert str(caught.value) == (f'database "{name}" does not exist on 127.0.0.1 and user "{role}" may not create '
+                                     f"it: create it first (createdb {name}, or CREATE DATABASE as a user who may)")
+        assert not _database_exists(pg_admin, name)
+    finally:
+        pg_admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        pg_admin.execute(f'DROP ROLE IF EXISTS "{role}"')
