@@ -222,7 +222,7 @@ def cmd_games(args: argparse.Namespace) -> int:
         if args.bot is not None:
             match = [b for b in bots if b.name == args.bot]
             if not match:
-                raise UsageError(f"no bot named {args.bot!r} in {config.name!r} (bots: {', '.join(names.values())})")
+                raise UsageError(f"no bot named {args.bot!r} in {config.name!r} (bots: {', '.join(shown(n) for n in names.values())})")
             position = match[0].position
         statuses = ["failed"] if args.failed else []
         rows = store.games(tid, position, statuses)

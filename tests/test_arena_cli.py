@@ -526,6 +526,12 @@ def test_bots_add_refuses_a_bad_name_in_one_line(tmp_path: Path) -> None:
     assert line.endswith('not "two\\nlines"'), line
 
 
+def test_export_to_a_path_that_cannot_be_made_is_one_escaped_line(built: Built, tmp_path: Path) -> None:
+    (tmp_path / "block").write_text("a file, not a folder\n", encoding="utf-8")
+    line = assert_usage_error(arena("export", str(built.file), str(tmp_path / "block" / "two\nlines")))
+    assert line == f'arena: error: cannot create "{tmp_path}/block/two\\nlines": Not a directory', line
+
+
 def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     line = assert_usage_error(arena("run", str(tmp_path / "nowhere.toml")))
     assert "nowhere.toml" in line
