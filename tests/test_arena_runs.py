@@ -762,3 +762,31 @@ def test_a_missing_postgresql_database_the_user_may_not_create_is_one_clear_line
     finally:
         pg_admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         pg_admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_the_heartbeat_thread_renews_the_lease_and_notices_a_takeover(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The holder's own thread beats (here every 20 ms, to keep the test short; the verdict only
+    waits for events, each within a bound) and calls back once another process owns the row."""
+    import threading
+
+    from arena import lease as lease_module
+
+    monkeypatch.setattr(lease_module, "HEARTBEAT_S", 0.02)
+    store, tid = _scheduled_store(store_url)
+    called = threading.Event()
+    try:
+        lease = lease_module.Lease.acquire(store, tid, "store", "run")
+        lease.when_lost(called.set)
+        first = _lease_row(store, tid)["heartbeat_at"]
+        deadline = time.monotonic() + 30
+        while _lease_row(store, tid)["heartbeat_at"] == first:
+            assert time.monotonic() < deadline, "no heartbeat within 30 s"
+            time.sleep(0.01)
+        with store.engine.begin() as conn:
+            conn.execute(text("UPDATE run_leases SET owner = 'newowner' WHERE tournament_id = :t"), {"t": tid})
+        assert called.wait(30) and lease.lost.is_set()
+        lease.release()
+        assert _lease_row(store, tid)["owner"] == "newowner"
+    finally:
+        store.close()
