@@ -30,8 +30,8 @@ from .compare_cli import add_compare_parser, add_gauntlet_parser
 from .config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from .console import make_console
 from .executor import InProcessExecutor
-from .lease import Lease
 from .errors import UsageError, one_line, quoted, shown
+from .lease import Lease
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
 from .standings import head_to_head_table, standings_csv, standings_json, standings_table
 from .storage import NoDatabaseError, Store, StorageError
@@ -315,10 +315,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_bots(args: argparse.Namespace) -> int:
     config = _load(args.file, reading=args.action == "list")
-    try:  # listing an existing pool only reads (a read-only copy works); the rest may create it
-        store, tid = _open(config) if args.action == "list" else (Store(config.database), 0)
-    except UsageError:
-        store, tid = Store(config.database), 0
+    store: Store | None = None
+    tid = 0
+    if args.action == "list":  # listing an existing pool only reads (a read-only copy works)
+        try:
+            store, tid = _open(config)
+        except UsageError:  # no pool yet: created from the file's [[bots]] below, as add and remove do
+            pass
+    store = store or Store(config.database)
     try:
         tid = tid or store.tournament_id(config.name) or open_tournament(store, config, schedule_games=False)
         if args.action == "add":

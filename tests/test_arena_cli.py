@@ -397,6 +397,9 @@ def read_only_copy(built: Built) -> Iterator[Path]:
     folder = base / "copy"
     folder.mkdir()
     path = copy_of_built(built, folder)
+    # Programs any user may look at (how bots are started is not part of the stored settings), so
+    # what is tested here is reading the database, not the bot checks a reading command skips.
+    path.write_text(path.read_text(encoding="utf-8").replace(sys.executable, "/usr/bin/env"), encoding="utf-8")
     (base / "out").mkdir(mode=0o777)
     (base / "out").chmod(0o777)  # where the reader may export to
     for item in (*folder.iterdir(), folder):
