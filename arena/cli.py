@@ -222,7 +222,8 @@ def cmd_games(args: argparse.Namespace) -> int:
         if args.bot is not None:
             match = [b for b in bots if b.name == args.bot]
             if not match:
-                raise UsageError(f"no bot named {args.bot!r} in {config.name!r} (bots: {', '.join(shown(n) for n in names.values())})")
+                bot_list = ", ".join(shown(n) for n in names.values())
+                raise UsageError(f"no bot named {args.bot!r} in {config.name!r} (bots: {bot_list})")
             position = match[0].position
         statuses = ["failed"] if args.failed else []
         rows = store.games(tid, position, statuses)
@@ -329,7 +330,8 @@ def cmd_bots(args: argparse.Namespace) -> int:
             from referee.endpoints import BotEndpoint
 
             if not BOT_NAME.fullmatch(args.name):  # the file's rule: names also name log files
-                raise UsageError(f"a bot name must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, not {quoted(args.name)}")
+                raise UsageError("a bot name must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, "
+                                 f"not {quoted(args.name)}")
             BotEndpoint.parse(args.spec)  # raises EndpointError on a bad spec
             row = store.add_bot(tid, args.name, args.spec)
             sys.stdout.write(f"added {row.name}: {row.spec}\n")

@@ -308,7 +308,8 @@ class Store:
             return list(s.scalars(select(Tournament).order_by(Tournament.id)))
 
     def create_tournament(self, name: str, fingerprint: str, settings: dict[str, Any],
-                          bots: Sequence[tuple[str, str, str | None, dict[str, str]]], games: Iterable[Any] = ()) -> int:
+                          bots: Sequence[tuple[str, str, str | None, dict[str, str]]],
+                          games: Iterable[Any] = ()) -> int:
         """A new tournament with its bots (name, spec, cwd, env) at positions 0.. in order, and
         ``games`` as its round 1, in one transaction (so nobody sees it without its games).
         TournamentExistsError when another process created one of that name first."""
@@ -319,7 +320,8 @@ class Store:
                 s.add(t)
                 s.flush()
                 for position, (bot_name, spec, cwd, bot_env) in enumerate(bots):
-                    bot = Bot(tournament_id=t.id, position=position, name=bot_name, spec=spec, cwd=cwd, env=dict(bot_env), active=True)
+                    bot = Bot(tournament_id=t.id, position=position, name=bot_name, spec=spec, cwd=cwd,
+                              env=dict(bot_env), active=True)
                     s.add(bot)
                     s.flush()
                     s.add(Rating(bot_id=bot.id, mu=env.mu, sigma=env.sigma, games=0))

@@ -357,7 +357,8 @@ def test_a_changed_file_is_refused_with_each_changed_setting_old_and_new(built: 
                     .replace('name = "greedy"', 'name = "greedy2"'), encoding="utf-8")
     line = assert_usage_error(arena("run", str(path)))
     assert (f"tournament {NAME!r} in sqlite:///{tmp_path / 'cli.db'} was scheduled with other settings "
-            '([[bots]] names: "greedy2" added and "greedy" removed; seed 11 -> 12; [time] move_ms 500 -> 600); ') in line, line
+            '([[bots]] names: "greedy2" added and "greedy" removed; seed 11 -> 12; [time] move_ms 500 -> 600); '
+            ) in line, line
     assert "rules" not in line and "players" not in line  # only what changed
 
 
@@ -498,8 +499,8 @@ def test_bad_tournament_file_is_a_usage_error(case: str, tmp_path: Path) -> None
 
 def test_every_problem_of_a_bad_file_is_reported_one_line_each(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
-    path.write_text(tournament_text("bad", two_bots("evil\nFORFEITS", "b"), top="gmaes_per_pairing = 2\nduplicate = \"yes\""),
-                    encoding="utf-8")
+    text = tournament_text("bad", two_bots("evil\nFORFEITS", "b"), top='gmaes_per_pairing = 2\nduplicate = "yes"')
+    path.write_text(text, encoding="utf-8")
     done = arena("run", str(path))
     assert done.returncode == 2 and done.stdout == "", done
     lines = done.stderr.splitlines()

@@ -549,7 +549,8 @@ def _holder_line(done: subprocess.CompletedProcess[str], command: str, pid: int)
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f'arena: error: tournament "{LEASE_NAME}" is being played by another process: '
-                               f'`arena {command}` (pid {pid} on host {json.dumps(socket.gethostname())}), since '), lines[0]
+                               f'`arena {command}` (pid {pid} on host {json.dumps(socket.gethostname())}), since '
+                               ), lines[0]
     assert re.search(r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, last heartbeat \d+ s ago", lines[0]), lines[0]
     return lines[0]
 
@@ -617,8 +618,8 @@ def test_a_second_serve_or_run_of_a_live_ladder_exits_2_naming_it(tmp_path: Path
 
 def _quick_tournament(folder: Path, marker: str) -> tuple[Path, str, int]:
     """A 2-game tournament of two quick bots, scheduled (not played): its file, database URL and id."""
-    path = write_tournament(folder / "quick.toml", {"name": LEASE_NAME, "players": 2, "games_per_pairing": 2, "seed": 5},
-                            BOTS[1:3], TIME, marker)
+    top = {"name": LEASE_NAME, "players": 2, "games_per_pairing": 2, "seed": 5}
+    path = write_tournament(folder / "quick.toml", top, BOTS[1:3], TIME, marker)
     config = load_config(path)
     store = Store(config.database)
     try:
