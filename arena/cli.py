@@ -1,7 +1,7 @@
 """The ``arena`` command: run tournaments and ladders, and look at what they stored.
 
 Every usage problem (bad file, unknown bot, unreachable database, bad argument) is one line on
-stderr and exit status 2.
+stderr and exit status 2; a bad tournament file gets one line per problem.
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ from referee.errors import EndpointError
 from referee.render import record_lines
 
 from .compare_cli import add_compare_parser, add_gauntlet_parser
-from .config import ConfigError, TournamentConfig, load_config
+from .config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from .console import make_console
 from .executor import InProcessExecutor
-from .errors import UsageError
+from .errors import UsageError, one_line, quoted, shown
+from .lease import Lease
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
 from .standings import head_to_head_table, standings_csv, standings_json, standings_table
-from .storage import Store, StorageError
+from .storage import NoDatabaseError, Store, StorageError
 
 PROG = "arena"
 
@@ -45,14 +46,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{PROG}: error: {command + ': ' if command else ''}{message}\n")
 
 
-def _load(path: str) -> TournamentConfig:
-    return load_config(path)
+def _load(path: str, reading: bool = False) -> TournamentConfig:
+    """The tournament file; a command that only reads results does not need the bots' programs."""
+    return load_config(path, check_programs=not reading)
 
 
 def _open(config: TournamentConfig) -> tuple[Store, int]:
-    store = Store(config.database)
+    """The tournament's database opened for reading (a read-only copy works too) and its id."""
+    try:
+        store = Store(config.database, read_only=True)
+    except NoDatabaseError as exc:
+        raise UsageError(f"tournament {config.name!r} has not been run yet ({exc})") from None
     tid = store.tournament_id(config.name)
     if tid is None:
+        store.close()
         raise UsageError(f"tournament {config.name!r} has not been run yet (no games in {store.url_for_people})")
     return store, tid
 
@@ -71,8 +78,12 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
                          refresh_s: float = 1.0, show_paths: bool = True) -> int:
     """``arena run``: schedule (first time) or resume, play every pending game, print standings."""
     store = Store(config.database)
+    lease: Lease | None = None
     try:
         tid = open_tournament(store, config)
+        lease = Lease.acquire(store, tid, config.name, "run")  # before any game is touched
+        if lease.taken_from:
+            console.print(f"took over the lease of a process that is gone: {lease.taken_from}", soft_wrap=True)
         counts = store.counts(tid)
         total = sum(counts.values())
         settled = counts["done"] + counts["failed"]
@@ -101,6 +112,7 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
 
         runner = TournamentRunner(store, tid, config, executor, concurrency, on_game)
         loop = asyncio.get_running_loop()
+        lease.when_lost(lambda: loop.call_soon_threadsafe(runner.stopping.set))
         interrupts = 0
 
         def interrupt() -> None:
@@ -157,6 +169,8 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
             console.print(f"database: {store.url_for_people}; bot logs: {logs_dir_for(config)}", soft_wrap=True)
         return 0
     finally:
+        if lease is not None:
+            lease.release()
         store.close()
 
 
@@ -171,7 +185,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_standings(args: argparse.Namespace) -> int:
-    config = _load(args.file)
+    config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
         standings = current_standings(store, tid)
@@ -199,7 +213,7 @@ def _result_text(result: dict | None, seat_names: list[str], players: int) -> st
 
 
 def cmd_games(args: argparse.Namespace) -> int:
-    config = _load(args.file)
+    config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
         bots = store.bots(tid)
@@ -208,7 +222,8 @@ def cmd_games(args: argparse.Namespace) -> int:
         if args.bot is not None:
             match = [b for b in bots if b.name == args.bot]
             if not match:
-                raise UsageError(f"no bot named {args.bot!r} in {config.name!r} (bots: {', '.join(names.values())})")
+                bot_list = ", ".join(shown(n) for n in names.values())
+                raise UsageError(f"no bot named {args.bot!r} in {config.name!r} (bots: {bot_list})")
             position = match[0].position
         statuses = ["failed"] if args.failed else []
         rows = store.games(tid, position, statuses)
@@ -238,7 +253,7 @@ def cmd_games(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    config = _load(args.file)
+    config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
         row, record = store.game(tid, args.game)
@@ -263,12 +278,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    config = _load(args.file)
+    config = _load(args.file, reading=True)
     out = Path(args.dir)
     try:
         (out / "records").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot create {out}: {exc.strerror}") from None
+        raise UsageError(f"cannot create {shown(str(out))}: {exc.strerror}") from None
     store, tid = _open(config)
     try:
         names = {b.position: b.name for b in store.bots(tid)}
@@ -300,13 +315,23 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_bots(args: argparse.Namespace) -> int:
-    config = _load(args.file)
-    store = Store(config.database)
+    config = _load(args.file, reading=args.action == "list")
+    store: Store | None = None
+    tid = 0
+    if args.action == "list":  # listing an existing pool only reads (a read-only copy works)
+        try:
+            store, tid = _open(config)
+        except UsageError:  # no pool yet: created from the file's [[bots]] below, as add and remove do
+            pass
+    store = store or Store(config.database)
     try:
-        tid = store.tournament_id(config.name) or open_tournament(store, config, schedule_games=False)
+        tid = tid or store.tournament_id(config.name) or open_tournament(store, config, schedule_games=False)
         if args.action == "add":
             from referee.endpoints import BotEndpoint
 
+            if not BOT_NAME.fullmatch(args.name):  # the file's rule: names also name log files
+                raise UsageError("a bot name must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, "
+                                 f"not {quoted(args.name)}")
             BotEndpoint.parse(args.spec)  # raises EndpointError on a bad spec
             row = store.add_bot(tid, args.name, args.spec)
             sys.stdout.write(f"added {row.name}: {row.spec}\n")
@@ -327,7 +352,7 @@ def cmd_bots(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     config = _load(args.file)
     if config.ladder is None:
-        raise UsageError(f"{config.path.name}: no [ladder] section: `arena serve` needs interval or cron")
+        raise UsageError(f"{shown(config.path.name)}: no [ladder] section: `arena serve` needs interval or cron")
     from .ladder import serve_ladder
 
     if args.rounds is not None and args.rounds < 1:
@@ -416,7 +441,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (ConfigError, StorageError, UsageError, EndpointError) as exc:
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        # every problem of a tournament file, one line each (escaped again: a line stays a line)
+        lines = exc.errors if isinstance(exc, ConfigError) else (str(exc),)
+        sys.stderr.write("".join(f"{PROG}: error: {one_line(line)}\n" for line in lines))
         return 2
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")

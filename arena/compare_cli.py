@@ -22,7 +22,7 @@ from referee.clock import TimeControl
 
 from .compare import Comparison, CompareSpec, PairResult, endpoint_bot
 from .console import make_console
-from .errors import UsageError
+from .errors import UsageError, shown
 from .executor import InProcessExecutor
 from .ratings import RatingBook
 from .stats import SprtBounds, expected_units, fixed_length_summary
@@ -154,7 +154,7 @@ def _write_json(path: str | None, report: dict[str, Any]) -> None:
         try:
             Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+            raise UsageError(f"cannot write {shown(path)}: {exc.strerror}") from None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

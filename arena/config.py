@@ -1,8 +1,9 @@
 """The tournament file (TOML, docs/tournaments.md): load it, check every key, and hand back plain values.
 
-Every problem raises ConfigError with one line naming the file and the key, so the CLI can print
-it as is. The referee's own checks (TimeControl, RuleOptions, BotEndpoint.parse) run too; their
-errors come back as ConfigError with the key they concern.
+Every problem of the file is found, then ConfigError lists them, one line each naming the file and
+the key, so the CLI can print them as they are. The referee's own checks (TimeControl, RuleOptions,
+BotEndpoint.parse) run too; their errors come back in ConfigError with the key they concern. User
+text in a message (names, values, paths) is escaped (arena.errors.quoted), so a line stays a line.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from referee.errors import EndpointError
 from referee.match import FailurePolicy
 from referee.rules import Condition, InvalidOptionError, RuleOptions
 
+from .errors import one_line, quoted, shown
+
 UINT32_MAX = 2**32 - 1  # time limits travel as uint32 in casino.v1
 SEED_MAX = 2**63 - 1  # fits a signed 64-bit database column and the protocol's uint64
 BOT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -52,7 +55,15 @@ _MISSING = object()
 
 
 class ConfigError(ValueError):
-    """A bad tournament file; str(exc) is one clear line (the CLI prints it and exits 2)."""
+    """A bad tournament file: ``errors`` holds one line per problem, each naming the file and the
+    key (the CLI prints every one of them and exits 2); str(exc) is those lines."""
+
+    def __init__(self, *errors: str) -> None:
+        super().__init__(*errors)
+        self.errors: tuple[str, ...] = errors
+
+    def __str__(self) -> str:
+        return "\n".join(self.errors)
 
 
 @dataclass(frozen=True)
@@ -119,29 +130,37 @@ class TournamentConfig:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def load_config(path: str | Path) -> TournamentConfig:
-    """Read and check the tournament file at ``path``; ConfigError on any problem."""
+def load_config(path: str | Path, check_programs: bool = True) -> TournamentConfig:
+    """Read and check the tournament file at ``path``; ConfigError on any problem. Commands that
+    only read results pass ``check_programs=False``: they start no bot, so a bot's program and
+    ``cwd`` need not exist (a finished tournament copied to another machine can still be read)."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the tournament file: {exc.strerror or exc}") from None
+        raise ConfigError(f"{shown(str(path))}: cannot read the tournament file: {exc.strerror or exc}") from None
     try:
         text = data.decode("utf-8-sig")  # TOML is UTF-8; tolerate the byte-order mark some editors write
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
-    return parse_config(text, path)
+        raise ConfigError(f"{shown(path.name)}: not UTF-8 text (byte {exc.start})") from None
+    return parse_config(text, path, check_programs)
 
 
-def parse_config(text: str, path: Path) -> TournamentConfig:
-    """Check a tournament file given as text; ``path`` names it and gives the folder for relative paths."""
+def parse_config(text: str, path: Path, check_programs: bool = True) -> TournamentConfig:
+    """Check a tournament file given as text; ``path`` names it and gives the folder for relative paths.
+
+    Every problem is found before ConfigError is raised (one line each), so a file is fixed in
+    one go; a check that depends on a bad value (the number of bots for a bad ``players``) is
+    skipped rather than reported on a guess.
+    """
     path = Path(os.path.abspath(Path(path).expanduser()))
-    file = path.name
+    file = shown(path.name)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
-    top = _Table(file, "", data)
+        raise ConfigError(f"{file}: invalid TOML: {one_line(str(exc))}") from None
+    problems: list[str] = []
+    top = _Table(file, "", data, problems)
     top.check_keys()
 
     name = top.string("name")
@@ -149,21 +168,23 @@ def parse_config(text: str, path: Path) -> TournamentConfig:
     duplicate = top.boolean("duplicate", True)
     # One duplicate set (a game per seat rotation) by default; plain 2 games without duplicates.
     games_per_pairing = top.integer("games_per_pairing", players if duplicate else 2, minimum=1)
-    if duplicate and games_per_pairing % players:
-        raise top.error("games_per_pairing", _duplicate_hint(games_per_pairing, players))
+    if duplicate and games_per_pairing % players and top.all_good("players", "duplicate", "games_per_pairing"):
+        top.fail("games_per_pairing", _duplicate_hint(games_per_pairing, players))
     concurrency = top.integer("concurrency", os.cpu_count() or 1, minimum=1)
     seed = top.integer("seed", 1, minimum=0, maximum=SEED_MAX)
     database = _database(top, path)
 
-    rules = _rules(top.table("rules"), players)
+    rules = _rules(top.table("rules"), players, top.all_good("players"))
     time_control = _time_control(top.table("time"))
     failures = top.table("failures")
     failures.check_keys()
     policy = FailurePolicy(failures.choice("policy", POLICY_CHOICES, FailurePolicy.FORFEIT.value))
     max_strikes = failures.integer("max_strikes", 3, minimum=0)
 
-    bots = _bots(top, path.parent, players)
+    bots = _bots(top, path.parent, players, check_programs)
     ladder = _ladder(top.table("ladder")) if "ladder" in data else None
+    if problems:
+        raise ConfigError(*problems)
     return TournamentConfig(
         path=path, name=name, players=players, bots=bots, games_per_pairing=games_per_pairing,
         duplicate=duplicate, rules=rules, time_control=time_control, policy=policy, max_strikes=max_strikes,
@@ -189,17 +210,33 @@ def parse_duration(text: str | int | float) -> float:
 
 
 class _Table:
-    """One table of the file being read: typed getters whose errors name the file and the key."""
+    """One table of the file being read: typed getters whose errors name the file and the key.
 
-    def __init__(self, file: str, label: str, data: dict[str, Any], kind: str | None = None) -> None:
+    A getter that finds a bad value records the problem in the file's shared ``problems`` list
+    and returns the default, so reading goes on and every problem of the file is reported."""
+
+    def __init__(self, file: str, label: str, data: dict[str, Any], problems: list[str],
+                 kind: str | None = None) -> None:
         self.file = file
         self.label = label  # "" for the top level, "[time]", '[[bots]] #2 ("greedy")', ...
         self.data = data
+        self.problems = problems
+        self.bad: set[str] = set()  # keys of this table whose value was refused
         self.kind = label if kind is None else kind  # which entry of SECTION_KEYS applies
 
-    def error(self, key: str, message: str) -> ConfigError:
+    def problem(self, message: str) -> None:
+        """Record a problem of this table that no single key owns."""
+        self.problems.append(f"{self.file}: {message}")
+
+    def fail(self, key: str, message: str) -> None:
+        """Record that ``key`` has a bad value."""
+        self.bad.add(key)
         where = f"{self.label} {key}" if self.label else key
-        return ConfigError(f"{self.file}: {where} {message}")
+        self.problem(f"{where} {message}")
+
+    def all_good(self, *keys: str) -> bool:
+        """None of ``keys`` was refused (checks that combine values only run on good ones)."""
+        return not self.bad.intersection(keys)
 
     def check_keys(self) -> None:
         """Refuse keys this table does not know, with a hint when the key is a typo or misplaced."""
@@ -208,14 +245,15 @@ class _Table:
             if key in known:
                 continue
             where = f" in {self.label}" if self.label else ""
-            raise ConfigError(f'{self.file}: unknown key {_show(key)}{where}{_key_hint(key, self.kind)}')
+            self.problem(f"unknown key {_show(key)}{where}{_key_hint(key, self.kind)}")
 
     def table(self, key: str) -> _Table:
-        """A sub-table such as [time]; empty when absent."""
+        """A sub-table such as [time]; empty when absent (or refused)."""
         value = self.data.get(key, {})
         if not isinstance(value, dict):
-            raise self.error(key, f"must be a table ([{key}] section), not {_show(value)}")
-        return _Table(self.file, f"[{key}]", value)
+            self.fail(key, f"must be a table ([{key}] section), not {_show(value)}")
+            value = {}
+        return _Table(self.file, f"[{key}]", value, self.problems)
 
     def integer(self, key: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
         value = self.data.get(key, default)
@@ -223,21 +261,25 @@ class _Table:
         if ok and value >= minimum and (maximum is None or value <= maximum):
             return value
         wanted = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-        raise self.error(key, f"must be a whole number {wanted}, not {_show(value)}")
+        self.fail(key, f"must be a whole number {wanted}, not {_show(value)}")
+        return default
 
     def boolean(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if not isinstance(value, bool):
-            raise self.error(key, f"must be true or false, not {_show(value)}")
+            self.fail(key, f"must be true or false, not {_show(value)}")
+            return default
         return value
 
     def string(self, key: str, default: Any = _MISSING) -> str:
-        """A non-empty string; required unless a default is given."""
+        """A non-empty string; required unless a default is given ("" after a problem)."""
         value = self.data.get(key, default)
         if value is _MISSING:
-            raise self.error(key, "is required")
+            self.fail(key, "is required")
+            return ""
         if not isinstance(value, str) or not value.strip():
-            raise self.error(key, f"must be a non-empty string, not {_show(value)}")
+            self.fail(key, f"must be a non-empty string, not {_show(value)}")
+            return "" if default is _MISSING else default
         return value
 
     def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
@@ -247,7 +289,8 @@ class _Table:
         names = " or ".join(f'"{c}"' for c in choices)
         close = difflib.get_close_matches(value, choices, n=1) if isinstance(value, str) else []
         hint = f' (did you mean "{close[0]}"?)' if close else ""
-        raise self.error(key, f"must be {names}, not {_show(value)}{hint}")
+        self.fail(key, f"must be {names}, not {_show(value)}{hint}")
+        return default
 
 
 def _key_hint(key: str, kind: str) -> str:
@@ -273,12 +316,14 @@ def _duplicate_hint(games: int, players: int) -> str:
 
 def _database(top: _Table, path: Path) -> str:
     """The SQLAlchemy URL; a relative SQLite path is taken from the tournament file's folder."""
-    text = top.string("database", f"sqlite:///{path.with_suffix('.db')}")
+    default = f"sqlite:///{path.with_suffix('.db')}"
+    text = top.string("database", default)
     try:
         url = make_url(text)
         url.get_dialect()  # an unknown dialect ("postgres://") fails here, without connecting
     except (ArgumentError, NoSuchModuleError, ValueError) as exc:
-        raise top.error("database", f"is not a database URL SQLAlchemy knows: {_show(text)} ({exc})") from None
+        top.fail("database", f"is not a database URL SQLAlchemy knows: {_show(text)} ({one_line(str(exc))})")
+        return default
     db = url.database
     if url.get_backend_name() == "sqlite" and db and db != ":memory:" and not db.startswith("file:"):
         if not Path(db).is_absolute():
@@ -286,14 +331,16 @@ def _database(top: _Table, path: Path) -> str:
     return text
 
 
-def _rules(table: _Table, players: int) -> RuleOptions:
+def _rules(table: _Table, players: int, players_good: bool) -> RuleOptions:
     table.check_keys()
     on_twenty = table.choice("on_twenty", ON_TWENTY_CHOICES, Condition.LITTLE_CASINO.value)
     max_deals = table.integer("max_deals", 30, minimum=1)
     try:
         return RuleOptions(players=players, partnerships=True, on_twenty=Condition(on_twenty), max_deals=max_deals)
     except InvalidOptionError as exc:
-        raise ConfigError(f"{table.file}: [rules] {exc}") from None
+        if players_good and table.all_good("on_twenty", "max_deals"):
+            table.problem(f"[rules] {one_line(str(exc))}")
+        return RuleOptions(players=2, partnerships=True)
 
 
 def _time_control(table: _Table) -> TimeControl:
@@ -309,101 +356,117 @@ def _time_control(table: _Table) -> TimeControl:
     try:
         return TimeControl(**values)
     except ValueError as exc:
-        raise ConfigError(f"{table.file}: [time] {exc}") from None
+        if not table.bad:
+            table.problem(f"[time] {one_line(str(exc))}")
+        return d
 
 
-def _bots(top: _Table, folder: Path, players: int) -> tuple[BotConfig, ...]:
+def _bots(top: _Table, folder: Path, players: int, check_programs: bool) -> tuple[BotConfig, ...]:
     entries = top.data.get("bots", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise top.error("bots", f"must be an array of tables (one [[bots]] header per bot), not {_show(entries)}")
-    if len(entries) < players:
-        raise ConfigError(f"{top.file}: a {players}-player tournament needs at least {players} [[bots]] entries, "
-                          f"found {len(entries)}")
+        top.fail("bots", f"must be an array of tables (one [[bots]] header per bot), not {_show(entries)}")
+        return ()
+    if len(entries) < players and top.all_good("players"):
+        top.problem(f"a {players}-player tournament needs at least {players} [[bots]] entries, found {len(entries)}")
     bots: list[BotConfig] = []
     seen: dict[str, int] = {}
     for number, entry in enumerate(entries, start=1):
         name = entry.get("name")
-        label = f'[[bots]] #{number} ("{name}")' if isinstance(name, str) else f"[[bots]] #{number}"
-        bot = _bot(_Table(top.file, label, entry, kind="[[bots]]"), folder)
+        label = f"[[bots]] #{number} ({_show(name)})" if isinstance(name, str) else f"[[bots]] #{number}"
+        table = _Table(top.file, label, entry, top.problems, kind="[[bots]]")
+        bot = _bot(table, folder, check_programs)
+        if table.bad.intersection(("name",)) or not bot.name:
+            continue
         # Names also name log files and database rows: "Greedy" and "greedy" would collide on some disks.
         if (first := seen.setdefault(bot.name.lower(), number)) != number:
-            raise ConfigError(f'{top.file}: [[bots]] #{number} name "{bot.name}" is already used by [[bots]] #{first}')
+            top.problem(f"[[bots]] #{number} name {_show(bot.name)} is already used by [[bots]] #{first}")
         bots.append(bot)
     return tuple(bots)
 
 
-def _bot(table: _Table, folder: Path) -> BotConfig:
+def _bot(table: _Table, folder: Path, check_programs: bool) -> BotConfig:
     table.check_keys()
     name = table.string("name")
-    if not BOT_NAME.fullmatch(name):
-        raise table.error("name", f"must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, not {_show(name)}")
+    if name and not BOT_NAME.fullmatch(name):
+        table.fail("name", f"must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, not {_show(name)}")
     has_command, has_address = "command" in table.data, "address" in table.data
     if has_command and has_address:
-        raise ConfigError(f"{table.file}: {table.label} has both command and address: keep one")
+        table.problem(f"{table.label} has both command and address: keep one")
+        return BotConfig(name=name, spec="", cwd=None, env={})
     if not has_command and not has_address:
-        raise ConfigError(f'{table.file}: {table.label} needs command = "..." (a program the arena starts) '
-                          f'or address = "host:port" / "unix:/path" (a bot already running)')
+        table.problem(f'{table.label} needs command = "..." (a program the arena starts) '
+                      f'or address = "host:port" / "unix:/path" (a bot already running)')
+        return BotConfig(name=name, spec="", cwd=None, env={})
     if has_address:
         for key in ("cwd", "env"):
             if key in table.data:
-                raise table.error(key, "only applies to a command, not to an address")
+                table.fail(key, "only applies to a command, not to an address")
         key, spec = "address", table.string("address")
-        if not BotEndpoint.is_address(spec):
-            raise table.error(key, f'must be "host:port" or "unix:/path", not {_show(spec)} '
-                                   f'(use command = for a program the arena starts)')
+        if spec and not BotEndpoint.is_address(spec):
+            table.fail(key, f'must be "host:port" or "unix:/path", not {_show(spec)} '
+                            f'(use command = for a program the arena starts)')
         cwd, env = None, {}
     else:
         key, spec = "command", table.string("command")
-        cwd = _cwd(table, folder)
+        cwd = _cwd(table, folder, check_programs)
         env = _env(table)
-    try:
-        BotEndpoint.parse(spec, cwd=cwd, env=env)
-    except EndpointError as exc:
-        raise table.error(key, f"is not usable: {exc}") from None
+    if table.all_good(key, "cwd") and (check_programs or has_address):
+        try:
+            BotEndpoint.parse(spec, cwd=cwd, env=env)
+        except EndpointError as exc:
+            table.fail(key, f"is not usable: {one_line(str(exc))}")
     return BotConfig(name=name, spec=spec, cwd=cwd, env=env)
 
 
-def _cwd(table: _Table, folder: Path) -> str | None:
+def _cwd(table: _Table, folder: Path, check: bool) -> str | None:
     if "cwd" not in table.data:
         return None
     text = table.string("cwd")
+    if not text:
+        return None
     resolved = os.path.normpath(folder / Path(text).expanduser())
-    if not Path(resolved).is_dir():
-        raise table.error("cwd", f"{_show(text)} is not a directory (looked for {resolved})")
+    if check and not Path(resolved).is_dir():
+        table.fail("cwd", f"{_show(text)} is not a directory (looked for {shown(resolved)})")
+        return None
     return resolved
 
 
 def _env(table: _Table) -> dict[str, str]:
     value = table.data.get("env", {})
     if not isinstance(value, dict):
-        raise table.error("env", f'must be a table such as {{ NAME = "value" }}, not {_show(value)}')
+        table.fail("env", f'must be a table such as {{ NAME = "value" }}, not {_show(value)}')
+        return {}
+    good = {}
     for name, setting in value.items():
         if not name or "=" in name or "\0" in name:
-            raise table.error("env", f"has a bad variable name {_show(name)}")
-        if not isinstance(setting, str) or "\0" in setting:
-            raise table.error(f"env.{name}", f'must be a string, not {_show(setting)} (write {name} = "...")')
-    return dict(value)
+            table.fail("env", f"has a bad variable name {_show(name)}")
+        elif not isinstance(setting, str) or "\0" in setting:
+            table.fail(f"env.{shown(name)}", f'must be a string, not {_show(setting)} (write {shown(name)} = "...")')
+        else:
+            good[name] = setting
+    return good
 
 
 def _ladder(table: _Table) -> LadderConfig:
     table.check_keys()
     has_interval, has_cron = "interval" in table.data, "cron" in table.data
     if has_interval and has_cron:
-        raise ConfigError(f"{table.file}: [ladder] has both interval and cron: keep one")
-    if not has_interval and not has_cron:
-        raise ConfigError(f'{table.file}: [ladder] needs interval = "10m" or cron = "*/10 * * * *"')
+        table.problem("[ladder] has both interval and cron: keep one")
+    elif not has_interval and not has_cron:
+        table.problem('[ladder] needs interval = "10m" or cron = "*/10 * * * *"')
     interval_s, cron = None, None
-    if has_interval:
+    if has_interval and not has_cron:
         try:
             interval_s = parse_duration(table.data["interval"])
         except ConfigError as exc:
-            raise table.error("interval", f"is not valid: {exc}") from None
-    else:
+            table.fail("interval", f"is not valid: {exc}")
+    elif has_cron and not has_interval:
         cron = table.string("cron").strip()
         try:
-            CronTrigger.from_crontab(cron, timezone=timezone.utc)  # the zone does not affect validity
+            if cron:
+                CronTrigger.from_crontab(cron, timezone=timezone.utc)  # the zone does not affect validity
         except ValueError as exc:
-            raise table.error("cron", f"{_show(cron)} is not a valid 5-field crontab expression: {exc}") from None
+            table.fail("cron", f"{_show(cron)} is not a valid 5-field crontab expression: {one_line(str(exc))}")
     return LadderConfig(
         interval_s=interval_s, cron=cron,
         pairings_per_bot=table.integer("pairings_per_bot", 2, minimum=1),
@@ -416,7 +479,7 @@ def _show(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return quoted(value)
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, dict):

@@ -30,7 +30,9 @@ from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
 
 from .config import ConfigError, LadderConfig, TournamentConfig
+from .errors import shown
 from .executor import InProcessExecutor
+from .lease import Lease
 from .pairings import ScheduledGame, ladder_pairings, schedule, set_size
 from .ratings import default_rating
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
@@ -262,7 +264,7 @@ class LadderServer:
 async def serve_ladder(config: TournamentConfig, console: Console, max_rounds: int | None = None) -> int:
     """`arena serve`: keep the file's ladder running (see the module docstring); the exit status."""
     if config.ladder is None:
-        raise ConfigError(f"{config.path.name}: no [ladder] section: `arena serve` needs interval or cron")
+        raise ConfigError(f"{shown(config.path.name)}: no [ladder] section: `arena serve` needs interval or cron")
     if max_rounds is not None and max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, not {max_rounds}")
     loop = asyncio.get_running_loop()
@@ -277,13 +279,20 @@ async def serve_ladder(config: TournamentConfig, console: Console, max_rounds: i
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     store: Store | None = None
+    lease: Lease | None = None
     try:
         store = Store(config.database)
         tid = open_tournament(store, config, schedule_games=False)
+        lease = Lease.acquire(store, tid, config.name, "serve")  # two servers would both schedule rounds
+        if lease.taken_from:
+            console.print(f"took over the lease of a process that is gone: {lease.taken_from}", soft_wrap=True)
         server = LadderServer(store, tid, config, console, max_rounds)
+        lease.when_lost(lambda: loop.call_soon_threadsafe(server.stop) if server is not None else None)
         return await server.serve()
     finally:
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
+        if lease is not None:
+            lease.release()
         if store is not None:
             store.close()

@@ -99,3 +99,19 @@ class RatingHistory(Base):
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
     mu: Mapped[float] = mapped_column(Float)
     sigma: Mapped[float] = mapped_column(Float)
+
+
+class RunLease(Base):
+    """Which process is playing a tournament's games (`arena run` or `arena serve`): at most one
+    at a time, so a second process cannot put the first one's running games back to pending.
+    The holder renews ``heartbeat_at``; a lease whose holder died is taken over (arena/lease.py)."""
+
+    __tablename__ = "run_leases"
+
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(32))  # a random id per holding process
+    command: Mapped[str] = mapped_column(String(16))  # "run" or "serve"
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

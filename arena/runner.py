@@ -20,10 +20,11 @@ from referee.endpoints import BotEndpoint
 from referee.match import GameReport, GameSetup
 
 from .config import TournamentConfig
+from .errors import quoted
 from .executor import GameExecutor, SeatBot
 from .pairings import round_robin
 from .standings import Standings, compute_standings
-from .storage import GameTask, Store, StorageError
+from .storage import GameTask, Store, StorageError, TournamentExistsError
 
 log = logging.getLogger("arena.runner")
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
@@ -47,8 +48,10 @@ def logs_dir_for(config: TournamentConfig) -> Path:
 
 
 def config_settings(config: TournamentConfig) -> dict[str, Any]:
-    """What the database keeps of a tournament's settings (for people and for later rounds)."""
+    """What the database keeps of a tournament's settings (for people, for later rounds, and to
+    say what changed when a file no longer matches): everything the fingerprint covers."""
     return {
+        "bots": [bot.name for bot in config.bots],
         "players": config.players,
         "games_per_pairing": config.games_per_pairing,
         "duplicate": config.duplicate,
@@ -60,6 +63,68 @@ def config_settings(config: TournamentConfig) -> dict[str, Any]:
     }
 
 
+# config_settings' keys (nested ones dotted) as a tournament file writes them, in the file's order
+FILE_KEYS = {
+    "bots": "[[bots]] names", "players": "players", "games_per_pairing": "games_per_pairing",
+    "duplicate": "duplicate", "seed": "seed", "rules.on_twenty": "[rules] on_twenty",
+    "rules.max_deals": "[rules] max_deals", "time_control.move_time_ms": "[time] move_ms",
+    "time_control.grace_ms": "[time] grace_ms", "time_control.bank_initial_ms": "[time] bank_ms",
+    "time_control.bank_increment_ms": "[time] increment_ms", "time_control.startup_time_ms": "[time] startup_ms",
+    "policy": "[failures] policy", "max_strikes": "[failures] max_strikes",
+}
+DERIVED_KEYS = {"rules.players", "rules.partnerships"}  # follow from players: reported there
+
+
+def settings_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs between two config_settings, for people: ``"[time] move_ms 1000 -> 500"``,
+    ``'[[bots]] names: "c" added, "b" removed'``; in the file's order, one entry per setting."""
+    old, new = _flatten(before), _flatten(after)
+    order = {key: i for i, key in enumerate(FILE_KEYS)}
+    changes = []
+    for key in sorted(set(old) | set(new), key=lambda k: (order.get(k, len(order)), k)):
+        if key in DERIVED_KEYS or old.get(key, _UNSET) == new.get(key, _UNSET):
+            continue
+        label = FILE_KEYS.get(key, key)
+        if key == "bots" and isinstance(old.get(key), list) and isinstance(new.get(key), list):
+            changes.append(f"{label}: {_bots_change(old[key], new[key])}")
+        else:
+            changes.append(f"{label} {_setting_text(old.get(key, _UNSET))} -> {_setting_text(new.get(key, _UNSET))}")
+    return changes
+
+
+_UNSET = object()
+
+
+def _flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _bots_change(old: list[str], new: list[str]) -> str:
+    added = [quoted(n) for n in new if n not in old]
+    removed = [quoted(n) for n in old if n not in new]
+    parts = [f"{', '.join(added)} added"] * bool(added) + [f"{', '.join(removed)} removed"] * bool(removed)
+    return " and ".join(parts) if parts else f"order {_setting_text(old)} -> {_setting_text(new)}"
+
+
+def _setting_text(value: Any) -> str:
+    """A stored setting as the file writes it."""
+    if value is _UNSET:
+        return "(not stored)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return quoted(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_setting_text(v) for v in value) + "]"
+    return repr(value)
+
+
 def _bot_tuples(config: TournamentConfig) -> list[tuple[str, str, str | None, dict[str, str]]]:
     return [(b.name, b.spec, b.cwd, dict(b.env)) for b in config.bots]
 
@@ -69,16 +134,23 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
     name scheduled with other settings is an error: its games would not be comparable."""
     tid = store.tournament_id(config.name)
     if tid is None:
-        tid = store.create_tournament(config.name, config.settings_fingerprint(), config_settings(config),
-                                      _bot_tuples(config))
-        if schedule_games:
-            games = round_robin(len(config.bots), config.players, config.games_per_pairing, config.duplicate, config.seed)
-            store.add_games(tid, 1, games)
-        return tid
-    if store.tournament(tid).fingerprint != config.settings_fingerprint():
+        games = (round_robin(len(config.bots), config.players, config.games_per_pairing, config.duplicate, config.seed)
+                 if schedule_games else [])
+        try:
+            return store.create_tournament(config.name, config.settings_fingerprint(), config_settings(config),
+                                           _bot_tuples(config), games)
+        except TournamentExistsError:  # another process created it at the same moment: open theirs
+            tid = store.tournament_id(config.name)
+            assert tid is not None
+    stored = store.tournament(tid)
+    if stored.fingerprint != config.settings_fingerprint():
+        # Tournaments stored before the settings kept their bots: the first bots of the pool are the file's.
+        before = dict(stored.settings)
+        before.setdefault("bots", [b.name for b in store.bots(tid)][:len(config.bots)])
+        changes = settings_changes(before, config_settings(config)) or ["bots, games, rules, time or seed"]
         raise StorageError(
             f"tournament {config.name!r} in {store.url_for_people} was scheduled with other settings "
-            "(bots, games, rules, time or seed changed); give it a new name or use another database"
+            f"({'; '.join(changes)}); change them back, or give it a new name or use another database"
         )
     store.update_bot_specs(tid, _bot_tuples(config))
     return tid

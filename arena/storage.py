@@ -9,21 +9,31 @@ killed at any moment leaves either a finished game or one to replay, never half 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Sequence
+import logging
+import os
+import re
+import shlex
+import sqlite3
+import urllib.parse
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from google.protobuf import json_format
-from sqlalchemy import Engine, create_engine, event, func, select, update
+from sqlalchemy import Engine, create_engine, event, func, select, text, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 from casino.v1 import game_pb2
 
+from .errors import one_line, quoted, shown
 from .models import Bot, Game, GameStatus, Rating, RatingHistory, Tournament, utcnow
 from .ratings import Rating as TrueSkillRating
 from .ratings import RatingBook, make_env
@@ -32,10 +42,23 @@ from .results import GameOutcome
 MIGRATIONS = Path(__file__).parent / "migrations"
 RATING_BATCH = 64  # games read at a time when rating
 CLAIM_WINDOW = 8  # pending games looked at when choosing ones whose bots are free
+READS_FROM = "0001"  # the oldest schema reading commands understand (later ones only added tables they do not read)
+PG_NO_SUCH_DATABASE = "3D000"  # invalid_catalog_name
+PG_DUPLICATE_DATABASE = "42P04"
+PG_INSUFFICIENT_PRIVILEGE = "42501"
+log = logging.getLogger("arena.storage")
 
 
 class StorageError(Exception):
     """The database cannot be used (unreachable, bad URL, a schedule that does not match)."""
+
+
+class NoDatabaseError(StorageError):
+    """A reading command found nothing to read: no database, or one without the arena's tables."""
+
+
+class TournamentExistsError(StorageError):
+    """Two processes created a tournament of one name at once: this one lost (and may open it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,49 +110,175 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def describe_url(url: str) -> str:
-    """The URL without its password, for messages."""
+def _sqlite_read_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # a reader changes nothing (the journal mode is the writer's, kept in the file)
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA query_only=ON")
+    cursor.close()
+
+
+def _read_only_sqlite(path: str) -> Callable[[], sqlite3.Connection] | None:
+    """How a reader opens the SQLite file at ``path``: None (as usual) when this process may write
+    the file and its folder; else a read-only connection. A WAL database needs its -shm file,
+    which a read-only folder cannot get: with the -wal and -shm files beside it (a copy taken
+    while it was open), ``mode=ro`` reads through them; with no write-ahead log to apply (the
+    arena closed it, which folds the log into the file), ``immutable=1`` reads the file alone,
+    and is right because nothing writes there (a writer would have left a -wal file)."""
+    db = Path(path)
+    if not db.is_file():
+        raise NoDatabaseError(f"no database file {shown(path)}")
+    if os.access(db, os.W_OK) and os.access(db.parent, os.W_OK):
+        return None
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    uri = "file:" + urllib.parse.quote(str(db.resolve()))
+    if wal.is_file() and wal.stat().st_size > 0:
+        if not shm.is_file():
+            raise StorageError(f"cannot read {shown(path)} where it is: its write-ahead log {shown(wal.name)} "
+                               f"holds games not yet in the file, and reading it needs {shown(shm.name)} too: copy "
+                               f"the database with both files, or open it once where it can be written")
+        uri += "?mode=ro"
+    else:
+        uri += "?mode=ro&immutable=1"
+    return lambda: sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+
+
+def _alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return cfg
+
+
+def _readable_revisions() -> list[str]:
+    """The schema revisions reading commands understand, newest first: head down to READS_FROM."""
+    scripts = ScriptDirectory.from_config(_alembic_config())
+    return [r.revision for r in scripts.walk_revisions(base=READS_FROM, head="heads")]
+
+
+def _sqlstate(exc: SQLAlchemyError) -> str | None:
+    """The PostgreSQL error code of a driver error (psycopg 3 or psycopg2), if any. A refused
+    connection has none (the server's FATAL comes as text): a missing database is told by its
+    message then."""
+    orig = getattr(exc, "orig", None)
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if state is None and re.search(r'FATAL:\s+database ".*" does not exist', str(orig or "")):
+        return PG_NO_SUCH_DATABASE
+    return state
+
+
+def _create_database(url: str) -> None:
+    """CREATE DATABASE for a PostgreSQL URL whose database does not exist, as the URL's user,
+    through the server's ``postgres`` database; StorageError (one line) if that is not allowed."""
+    parsed = make_url(url)
+    name = parsed.database or ""
+    where = f"database {quoted(name)} does not exist on {shown(parsed.host or 'localhost')}"
+    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {admin.dialect.identifier_preparer.quote(name)}"))
+        log.info("created database %s", describe_url(url))
+    except SQLAlchemyError as exc:
+        state = _sqlstate(exc)
+        if state == PG_DUPLICATE_DATABASE:  # another process created it a moment ago
+            return
+        if state == PG_INSUFFICIENT_PRIVILEGE:
+            raise StorageError(f"{where} and user {quoted(parsed.username or '')} may not create it: create it "
+                               f"first (createdb {shlex.quote(name)}, or CREATE DATABASE as a user who may)") from None
+        raise StorageError(f"{where} and it could not be created: {_first_line(exc)}") from None
+    finally:
+        admin.dispose()
+
+
+def describe_url(url: str) -> str:
+    """The URL without its password, for messages (escaped if it holds a line break or the like)."""
+    try:
+        return shown(make_url(url).render_as_string(hide_password=True), limit=1000)
     except ArgumentError:
-        return url
+        return shown(url, limit=1000)
 
 
 class Store:
     """One database (SQLite file or PostgreSQL) holding any number of tournaments."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, read_only: bool = False) -> None:
+        """Open (and for writing, create and migrate) the database at ``url``.
+
+        ``read_only`` is for the commands that only look (standings, games, show, export, bots
+        list): nothing is created or migrated (NoDatabaseError when there is nothing to read),
+        and a SQLite file this process may not write, or whose folder it may not write (a
+        read-only copy of a finished tournament), is opened read-only (see _read_only_sqlite).
+        """
         try:
             parsed = make_url(url)
         except ArgumentError as exc:
-            raise StorageError(f"bad database URL {url!r}: {exc}") from None
+            raise StorageError(f"bad database URL {quoted(url)}: {one_line(str(exc))}") from None
         self.url = url
+        self.read_only = read_only
         kwargs: dict[str, Any] = {}
-        if parsed.get_backend_name() == "sqlite":
-            if parsed.database and parsed.database != ":memory:":
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        sqlite = parsed.get_backend_name() == "sqlite"
+        if sqlite:
             kwargs["connect_args"] = {"timeout": 30}
+            if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+                if not read_only:
+                    Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+                elif (creator := _read_only_sqlite(parsed.database)) is not None:
+                    kwargs.update(creator=creator, poolclass=NullPool)
         else:
             kwargs["pool_pre_ping"] = True
         try:
             self.engine: Engine = create_engine(url, **kwargs)
         except (ArgumentError, ImportError) as exc:
-            raise StorageError(f"cannot use database {describe_url(url)}: {exc}") from None
-        if parsed.get_backend_name() == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+            raise StorageError(f"cannot use database {describe_url(url)}: {one_line(str(exc))}") from None
+        if sqlite:
+            event.listen(self.engine, "connect", _sqlite_read_pragmas if read_only else _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self.upgrade()
+        if read_only:
+            self._check_readable()
+        else:
+            self.upgrade()
 
     def upgrade(self) -> None:
-        """Bring the schema to the newest migration (a no-op when it is there)."""
-        cfg = Config()
-        cfg.set_main_option("script_location", str(MIGRATIONS))
+        """Bring the schema to the newest migration (a no-op when it is there). A PostgreSQL
+        database that does not exist yet is created first, when the user may (_create_database)."""
         try:
-            with self.engine.begin() as conn:
-                cfg.attributes["connection"] = conn
-                command.upgrade(cfg, "head")
+            self._migrate()
+        except OperationalError as exc:
+            if _sqlstate(exc) != PG_NO_SUCH_DATABASE:
+                raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+            _create_database(self.url)
+            self._migrate_or_fail()
         except SQLAlchemyError as exc:
             raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+
+    def _migrate(self) -> None:
+        cfg = _alembic_config()
+        with self.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    def _migrate_or_fail(self) -> None:
+        try:
+            self._migrate()
+        except SQLAlchemyError as exc:
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+
+    def _check_readable(self) -> None:
+        """For reading: the schema is one the reading commands understand; nothing is written."""
+        try:
+            with self.engine.connect() as conn:
+                current = MigrationContext.configure(conn).get_current_revision()
+        except OperationalError as exc:
+            if _sqlstate(exc) == PG_NO_SUCH_DATABASE:
+                raise NoDatabaseError(f"database {describe_url(self.url)} does not exist") from None
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+        except SQLAlchemyError as exc:
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+        if current is None:
+            raise NoDatabaseError(f"no arena tables in {describe_url(self.url)}")
+        readable = _readable_revisions()
+        if current not in readable:
+            raise StorageError(f"database {describe_url(self.url)} has schema revision {quoted(current)}, which "
+                               f"this arena cannot read (it reads {readable[-1]} to {readable[0]})")
 
     @property
     def url_for_people(self) -> str:
@@ -159,19 +308,30 @@ class Store:
             return list(s.scalars(select(Tournament).order_by(Tournament.id)))
 
     def create_tournament(self, name: str, fingerprint: str, settings: dict[str, Any],
-                          bots: Sequence[tuple[str, str, str | None, dict[str, str]]]) -> int:
-        """A new tournament with its bots (name, spec, cwd, env) at positions 0.. in order."""
+                          bots: Sequence[tuple[str, str, str | None, dict[str, str]]],
+                          games: Iterable[Any] = ()) -> int:
+        """A new tournament with its bots (name, spec, cwd, env) at positions 0.. in order, and
+        ``games`` as its round 1, in one transaction (so nobody sees it without its games).
+        TournamentExistsError when another process created one of that name first."""
         env = make_env()
-        with self.session() as s, s.begin():
-            t = Tournament(name=name, fingerprint=fingerprint, settings=settings, rated_through=0, rounds=0)
-            s.add(t)
-            s.flush()
-            for position, (bot_name, spec, cwd, bot_env) in enumerate(bots):
-                bot = Bot(tournament_id=t.id, position=position, name=bot_name, spec=spec, cwd=cwd, env=dict(bot_env), active=True)
-                s.add(bot)
+        try:
+            with self.session() as s, s.begin():
+                t = Tournament(name=name, fingerprint=fingerprint, settings=settings, rated_through=0, rounds=0)
+                s.add(t)
                 s.flush()
-                s.add(Rating(bot_id=bot.id, mu=env.mu, sigma=env.sigma, games=0))
-            return t.id
+                for position, (bot_name, spec, cwd, bot_env) in enumerate(bots):
+                    bot = Bot(tournament_id=t.id, position=position, name=bot_name, spec=spec, cwd=cwd,
+                              env=dict(bot_env), active=True)
+                    s.add(bot)
+                    s.flush()
+                    s.add(Rating(bot_id=bot.id, mu=env.mu, sigma=env.sigma, games=0))
+                if _schedule(s, t, 1, games):
+                    t.rounds = 1
+                return t.id
+        except IntegrityError:
+            if self.tournament_id(name) is None:
+                raise
+            raise TournamentExistsError(f"tournament {name!r} was just created by another process") from None
 
     def bots(self, tid: int, active_only: bool = False) -> list[BotRow]:
         with self.session() as s:
@@ -219,13 +379,9 @@ class Store:
     def add_games(self, tid: int, round_number: int, games: Iterable[Any]) -> int:
         """Schedule games (objects with number, set_number, deck_seed, seat_bots) as one round."""
         with self.session() as s, s.begin():
-            count = 0
-            for g in games:
-                s.add(Game(tournament_id=tid, number=g.number, round=round_number, set_number=g.set_number,
-                           deck_seed=g.deck_seed, seat_bots=list(g.seat_bots), status=GameStatus.PENDING.value, attempt=0))
-                count += 1
             t = s.get(Tournament, tid)
             assert t is not None
+            count = _schedule(s, t, round_number, games)
             t.rounds = max(t.rounds, round_number)
             return count
 
@@ -394,6 +550,16 @@ class Store:
                              .where(RatingHistory.tournament_id == tid)
                              .order_by(RatingHistory.game_number, Bot.position))
             return [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+def _schedule(s: Session, t: Tournament, round_number: int, games: Iterable[Any]) -> int:
+    """Add ``games`` to tournament ``t`` as pending games of ``round_number``; how many."""
+    count = 0
+    for g in games:
+        s.add(Game(tournament_id=t.id, number=g.number, round=round_number, set_number=g.set_number,
+                   deck_seed=g.deck_seed, seat_bots=list(g.seat_bots), status=GameStatus.PENDING.value, attempt=0))
+        count += 1
+    return count
 
 
 def _game_row(g: Game) -> GameRow:

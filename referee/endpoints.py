@@ -66,7 +66,8 @@ class BotEndpoint:
     def parse(cls, spec: str, *, cwd: str | None = None, env: dict[str, str] | None = None) -> "BotEndpoint":
         """``unix:/path`` or ``host:port`` is an address; ``cmd:...`` or anything else is a command.
 
-        A command's program must exist (on PATH or as a path), so typos fail before a match starts.
+        A command's program must exist (on PATH or as a path) and be an executable file, so typos
+        and a script without its execute bit fail before a match starts, not as start-up forfeits.
         """
         text = spec.strip()
         if not text:
@@ -91,11 +92,27 @@ class BotEndpoint:
         program = argv[0]
         base = Path(cwd) if cwd else Path.cwd()
         if os.sep in program:
-            if not (base / program).exists():
-                raise EndpointError(f"unknown bot {spec!r}: {program} does not exist")
+            path = base / program
+            try:
+                exists, is_dir = path.exists(), path.is_dir()
+            except OSError as exc:  # e.g. a folder on the way that we may not enter
+                raise EndpointError(f"bad bot command {spec!r}: cannot look at {_shown(program)}: "
+                                    f"{exc.strerror or exc}") from None
+            if not exists:
+                raise EndpointError(f"unknown bot {spec!r}: {_shown(program)} does not exist")
+            if is_dir:
+                raise EndpointError(f"bad bot command {spec!r}: {_shown(program)} is a directory, not a program")
+            if not os.access(path, os.X_OK):  # root too: X_OK needs an execute bit on a file
+                raise EndpointError(f"bad bot command {spec!r}: {_shown(program)} is not executable "
+                                    "(chmod +x it, or start it through its interpreter, e.g. python3 bot.py)")
         elif shutil.which(program) is None:
             raise EndpointError(f"unknown bot {spec!r}: no program {program!r} on PATH")
         return cls(spec=spec, command=argv, cwd=cwd, env=tuple(sorted((env or {}).items())))
+
+
+def _shown(text: str) -> str:
+    """A path as it is when printable, else its repr: an error message stays one line."""
+    return text if text.isprintable() else repr(text)
 
 
 class BotProcess:

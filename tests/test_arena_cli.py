@@ -7,11 +7,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -337,6 +341,130 @@ def test_export_writes_records_games_standings_and_rating_history(
     assert final == {r["name"]: r["mu"] for r in json.loads(standings_text)["standings"]}
 
 
+def copy_of_built(built: Built, folder: Path) -> Path:
+    """The module's finished tournament (file and SQLite database) copied into ``folder``."""
+    for source in built.file.parent.iterdir():
+        if source.name.startswith(built.file.stem + ".") and source.is_file():  # cli.toml, cli.db (-wal, -shm)
+            shutil.copy2(source, folder / source.name)
+    return folder / built.file.name
+
+
+def test_a_changed_file_is_refused_with_each_changed_setting_old_and_new(built: Built, tmp_path: Path) -> None:
+    path = copy_of_built(built, tmp_path)
+    text = path.read_text(encoding="utf-8")
+    assert "move_ms = 500" in text and "seed = 11" in text
+    path.write_text(text.replace("move_ms = 500", "move_ms = 600").replace("seed = 11", "seed = 12")
+                    .replace('name = "greedy"', 'name = "greedy2"'), encoding="utf-8")
+    line = assert_usage_error(arena("run", str(path)))
+    assert (f"tournament {NAME!r} in sqlite:///{tmp_path / 'cli.db'} was scheduled with other settings "
+            '([[bots]] names: "greedy2" added and "greedy" removed; seed 11 -> 12; [time] move_ms 500 -> 600); '
+            ) in line, line
+    assert "rules" not in line and "players" not in line  # only what changed
+
+
+# --- reading a read-only copy ------------------------------------------------------------------------
+
+NOBODY = 65534  # the unprivileged user root runs the readers as: root itself ignores permission bits
+
+
+def reader_argv(*args: str) -> list[str]:
+    """`arena ARGS` as a process that may not write a read-only folder: as root, under setpriv as nobody."""
+    argv = [sys.executable, "-m", "arena.cli", *args]
+    if os.geteuid() != 0:
+        return argv
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
+
+
+def run_reader(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(reader_argv(*args), cwd="/", capture_output=True, text=True, timeout=CMD_TIMEOUT_S, env=env)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+@pytest.fixture
+def read_only_copy(built: Built) -> Iterator[Path]:
+    """The module's finished tournament (file and database) in a folder nobody may write, the
+    file and database read-only too; outside pytest's own (root-only) temporary folder, so the
+    unprivileged reader can reach it."""
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root, and without setpriv there is no unprivileged user to read as")
+        probe = run_reader("--help")
+        if probe.returncode != 0:
+            pytest.skip(f"running as root, and user {NOBODY} cannot run this checkout's Python: {probe.stderr[-300:]}")
+    base = Path(tempfile.mkdtemp(prefix="arena-readonly-", dir="/tmp"))
+    base.chmod(0o755)
+    folder = base / "copy"
+    folder.mkdir()
+    path = copy_of_built(built, folder)
+    # Programs any user may look at (how bots are started is not part of the stored settings), so
+    # what is tested here is reading the database, not the bot checks a reading command skips.
+    path.write_text(path.read_text(encoding="utf-8").replace(sys.executable, "/usr/bin/env"), encoding="utf-8")
+    (base / "out").mkdir(mode=0o777)
+    (base / "out").chmod(0o777)  # where the reader may export to
+    for item in (*folder.iterdir(), folder):
+        item.chmod(item.stat().st_mode & ~0o222)
+    try:
+        yield path
+    finally:
+        for item in (folder, *folder.iterdir()):
+            item.chmod(item.stat().st_mode | 0o200)
+        shutil.rmtree(base)
+
+
+def test_reading_commands_work_on_a_read_only_copy(built: Built, read_only_copy: Path,
+                                                   exported: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    folder = read_only_copy.parent
+    names = sorted(p.name for p in folder.iterdir())
+    assert "cli.db" in names and not os.access(folder, os.W_OK) or os.geteuid() == 0
+    for args in (["standings", "{file}", "--format", "json"], ["games", "{file}"], ["show", "{file}", "2"],
+                 ["bots", "list", "-f", "{file}"]):
+        done = run_reader(*(a.format(file=read_only_copy) for a in args))
+        assert done.returncode == 0, (args, done.stderr)
+        assert done.stdout == arena(*(a.format(file=built.file) for a in args)).stdout, args
+    out = folder.parent / "out" / "export"
+    done = run_reader("export", str(read_only_copy), str(out))
+    assert done.returncode == 0, done.stderr
+    assert (out / "games.csv").read_text(encoding="utf-8") == (exported[1] / "games.csv").read_text(encoding="utf-8")
+    assert sorted(p.name for p in folder.iterdir()) == names, "the reader left no -wal/-shm file behind"
+
+
+def test_a_write_ahead_log_that_cannot_be_read_is_one_clear_line(read_only_copy: Path) -> None:
+    folder = read_only_copy.parent
+    folder.chmod(0o755)
+    (folder / "cli.db-wal").write_bytes(b"\0" * 4096)  # a log left by a killed writer, without its -shm
+    folder.chmod(0o555)
+    try:
+        done = run_reader("standings", str(read_only_copy))
+    finally:
+        folder.chmod(0o755)
+        (folder / "cli.db-wal").unlink()
+        folder.chmod(0o555)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert "write-ahead log cli.db-wal holds games not yet in the file" in line and "cli.db-shm" in line, line
+
+
+def test_reading_commands_create_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "never.toml"
+    path.write_text(tournament_text("never", two_bots()), encoding="utf-8")
+    line = assert_usage_error(arena("games", str(path)))
+    assert f"'never' has not been run yet (no database file {tmp_path / 'never.db'})" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["never.toml"]
+
+
+def test_reading_commands_do_not_need_the_bots_programs(built: Built, tmp_path: Path) -> None:
+    """A finished tournament moved where its bots are not (another machine) can still be read."""
+    path = copy_of_built(built, tmp_path)
+    path.write_text(path.read_text(encoding="utf-8").replace(sys.executable, "/no/such/python"), encoding="utf-8")
+    done = arena("standings", str(path), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    refused = arena("run", str(path))  # running still checks them: one line per bot
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == BOTS, refused.stderr
+    assert all("/no/such/python does not exist" in line for line in refused.stderr.splitlines())
+
+
 # --- usage errors ----------------------------------------------------------------------------------
 
 
@@ -367,6 +495,45 @@ def test_bad_tournament_file_is_a_usage_error(case: str, tmp_path: Path) -> None
     for part in wanted:
         assert part in line, line
     assert not (tmp_path / "bad-logs").exists(), "nothing ran"
+
+
+def test_every_problem_of_a_bad_file_is_reported_one_line_each(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    text = tournament_text("bad", two_bots("evil\nFORFEITS", "b"), top='gmaes_per_pairing = 2\nduplicate = "yes"')
+    path.write_text(text, encoding="utf-8")
+    done = arena("run", str(path))
+    assert done.returncode == 2 and done.stdout == "", done
+    lines = done.stderr.splitlines()
+    assert len(lines) == 3, done.stderr
+    assert all(line.startswith("arena: error: bad.toml: ") for line in lines), lines
+    assert 'unknown key "gmaes_per_pairing"' in lines[0]
+    assert 'duplicate must be true or false, not "yes"' in lines[1]
+    assert lines[2].startswith('arena: error: bad.toml: [[bots]] #1 ("evil\\nFORFEITS") name must be'), lines[2]
+    assert not (tmp_path / "bad-logs").exists(), "nothing ran"
+
+
+def test_a_bot_program_that_is_not_executable_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    script = tmp_path / "my_bot.py"
+    script.write_text((SAMPLE_BOTS / "greedy_bot.py").read_text(encoding="utf-8"), encoding="utf-8")
+    script.chmod(0o644)  # a file that exists, but no execute bit (root honours that too)
+    path = tmp_path / "noexec.toml"
+    path.write_text(tournament_text("noexec", two_bots(command=str(script))), encoding="utf-8")
+    line = assert_usage_error(arena("run", str(path)))
+    assert "[[bots]] #1 (\"a\") command is not usable" in line and "my_bot.py is not executable" in line, line
+    assert not (tmp_path / "noexec-logs").exists() and not (tmp_path / "noexec.db").exists(), "nothing ran"
+
+
+def test_bots_add_refuses_a_bad_name_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "pool.toml"
+    path.write_text(tournament_text("pool", two_bots()), encoding="utf-8")
+    line = assert_usage_error(arena("bots", "add", "two\nlines", sample_bot("greedy_bot.py"), "-f", str(path)))
+    assert line.endswith('not "two\\nlines"'), line
+
+
+def test_export_to_a_path_that_cannot_be_made_is_one_escaped_line(built: Built, tmp_path: Path) -> None:
+    (tmp_path / "block").write_text("a file, not a folder\n", encoding="utf-8")
+    line = assert_usage_error(arena("export", str(built.file), str(tmp_path / "block" / "two\nlines")))
+    assert line == f'arena: error: cannot create "{tmp_path}/block/two\\nlines": Not a directory', line
 
 
 def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:

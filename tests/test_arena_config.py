@@ -228,7 +228,8 @@ ERROR_CASES = [
     ("unknown-time", cup(tail="[time]\nmove_time_ms = 3"), ['"move_time_ms" in [time]', 'did you mean "move_ms"']),
     ("unknown-failures", cup(tail='[failures]\npolcy = "forfeit"'), ['"polcy" in [failures]', '"policy"']),
     ("unknown-bot-key", cup(bots=bots_with('comand = "x"')), ['"comand" in [[bots]] #1 ("a")', '"command"']),
-    ("unknown-ladder", cup(tail="[ladder]\nintervall = 60"), ['"intervall" in [ladder]', '"interval"']),
+    ("unknown-ladder", cup(tail="[ladder]\ncron = \"* * * * *\"\nintervall = 60"),
+     ['"intervall" in [ladder]', '"interval"']),
     ("section-not-table", cup("time = 5"), ["time must be a table", "not 5"]),
     ("time-string", cup(tail='[time]\nmove_ms = "fast"'),
      ['[time] move_ms must be a whole number from 1 to 4294967295, not "fast"']),
@@ -301,9 +302,77 @@ def test_errors_name_the_file_and_key(tmp_path: Path, text: str, expected: list[
         parse(text, tmp_path)
     message = str(caught.value)
     assert message.startswith("cup.toml: ")
-    assert "\n" not in message
+    assert "\n" not in message and caught.value.errors == (message,)  # each case has one mistake
     for part in expected:
         assert part in message
+
+
+def test_every_error_of_a_file_is_reported_at_once(tmp_path: Path) -> None:
+    text = cup('players = 5\ncolour = "red"', bots=bots_with('cwd = "no-such-dir"'),
+               tail='[time]\nmove_ms = "fast"\n[failures]\npolicy = "forfit"')
+    with pytest.raises(ConfigError) as caught:
+        parse(text, tmp_path)
+    errors = caught.value.errors
+    expected = ["players must be a whole number from 2 to 4, not 5", 'unknown key "colour"',
+                "[time] move_ms must be a whole number", "[failures] policy must be", '("a") cwd "no-such-dir"']
+    assert len(errors) == len(expected), errors
+    for part in expected:
+        assert sum(part in e for e in errors) == 1, (part, errors)
+    assert all(e.startswith("cup.toml: ") and "\n" not in e for e in errors)
+    assert str(caught.value) == "\n".join(errors)
+
+
+def test_checks_that_depend_on_a_bad_value_are_skipped(tmp_path: Path) -> None:
+    """A bad players value reports itself only: not "games_per_pairing must be a multiple of 2"
+    nor "needs at least 2 bots", which would be guesses made with the default."""
+    with pytest.raises(ConfigError) as caught:
+        parse(cup("players = true\ngames_per_pairing = 3", bots=""), tmp_path)
+    assert caught.value.errors == ("cup.toml: players must be a whole number from 2 to 4, not true",)
+
+
+@pytest.mark.parametrize("name", ["evil\nname", "a\u001b[31mFORFEITS\u001b[0m", "x\u2028y", "z\u0085w"])
+def test_a_bot_name_with_control_characters_gives_one_line_errors(tmp_path: Path, name: str) -> None:
+    bots = TWO_BOTS.replace('"b"', json.dumps(name)).replace('address = "localhost:50051"', 'address = "nowhere"')
+    with pytest.raises(ConfigError) as caught:
+        parse(cup(bots=bots), tmp_path)
+    errors = caught.value.errors
+    assert len(errors) == 2, errors  # the name, and the address, of entry #2
+    for line in errors:
+        assert line.splitlines() == [line] and line.isprintable(), line
+        assert line.startswith(f"cup.toml: [[bots]] #2 ({json.dumps(name)}) "), line
+    assert any("name must be 1 to 64" in e for e in errors) and any("address must be" in e for e in errors)
+
+
+def test_a_very_long_value_is_cut_in_the_message(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse(cup(bots=TWO_BOTS.replace('"b"', '"' + "y" * 200_000 + '"')), tmp_path)
+    (message,) = caught.value.errors
+    assert len(message) < 400 and "(200000 characters)" in message
+
+
+def test_a_file_name_with_a_newline_stays_on_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(cup("players = 9"), tmp_path / "two\nlines.toml")
+    assert str(caught.value).startswith('"two\\nlines.toml": players') and "\n" not in str(caught.value)
+
+
+def test_command_naming_a_file_that_is_not_executable_is_refused(tmp_path: Path) -> None:
+    script = tmp_path / "bot.py"
+    script.write_text("print('hi')\n", encoding="utf-8")
+    script.chmod(0o644)
+    with pytest.raises(ConfigError) as caught:
+        parse(cup(bots=bots_with('cwd = "."', cmd='"./bot.py --fast"')), tmp_path)
+    assert caught.value.errors == (
+        "cup.toml: [[bots]] #1 (\"a\") command is not usable: bad bot command './bot.py --fast': ./bot.py is not "
+        "executable (chmod +x it, or start it through its interpreter, e.g. python3 bot.py)",)
+    script.chmod(0o755)
+    assert parse(cup(bots=bots_with('cwd = "."', cmd='"./bot.py --fast"')), tmp_path).bots[0].spec == "./bot.py --fast"
+
+
+def test_command_naming_a_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "bots").mkdir()
+    with pytest.raises(ConfigError, match=r"command is not usable: .*bots is a directory, not a program"):
+        parse(cup(bots=bots_with('cwd = "."', cmd='"./bots"')), tmp_path)
 
 
 def test_error_cases_are_otherwise_valid(tmp_path: Path) -> None:

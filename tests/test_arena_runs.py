@@ -15,11 +15,13 @@ import re
 import secrets
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +30,17 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from rich.console import Console
-from sqlalchemy import Column, Integer, MetaData, Table, inspect
+from sqlalchemy import Column, Integer, MetaData, Table, insert, inspect, select, text
 
 from arena.cli import run_tournament
-from arena.runner import current_standings
+from arena.runner import current_standings, open_tournament
 from arena.config import load_config
 from arena.models import Base
 from arena.pairings import round_robin
 from arena.ratings import RatingBook, make_env
 from arena.results import GameOutcome
 from arena.standings import standings_json
-from arena.storage import GameTask, Store
+from arena.storage import GameTask, Store, StorageError
 from casino.v1 import game_pb2
 from tests.arena_support import (
     ROOT, arena_argv, arena_env, game_results, kill_marked_processes, new_marker, run_arena, sample_bot_command,
@@ -473,5 +475,319 @@ def test_claim_prefers_games_whose_bots_are_free_but_never_starts_fewer(store_ur
         while store.counts(tid)["pending"]:
             claimed += len(store.claim(tid, 2, busy=set(range(6))))  # every bot busy: still started
         assert claimed == total
+    finally:
+        store.close()
+
+
+# --- a file changed since it was scheduled -------------------------------------------------------
+
+
+def test_settings_changes_name_each_changed_setting_as_the_file_writes_it() -> None:
+    from arena.runner import settings_changes
+
+    before = {"bots": ["a", "b", "c"], "players": 2, "seed": 1, "duplicate": True, "policy": "forfeit",
+              "rules": {"players": 2, "partnerships": True, "on_twenty": "little_casino", "max_deals": 30},
+              "time_control": {"move_time_ms": 1000, "grace_ms": 50, "startup_time_ms": 10000}}
+    after = {**before, "players": 3, "duplicate": False, "policy": "random_move",
+             "rules": {**before["rules"], "players": 3, "max_deals": 12},
+             "time_control": {**before["time_control"], "startup_time_ms": 20000}}
+    assert settings_changes(before, before) == []
+    assert settings_changes(before, after) == [
+        "players 2 -> 3", "duplicate true -> false", "[rules] max_deals 30 -> 12", "[time] startup_ms 10000 -> 20000",
+        '[failures] policy "forfeit" -> "random_move"']
+    assert settings_changes(before, {**before, "bots": ["a", "c", "b"]}) == [
+        '[[bots]] names: order ["a", "b", "c"] -> ["a", "c", "b"]']
+    assert settings_changes(before, {**before, "bots": ["a", "b", "c", "d\ne"]}) == ['[[bots]] names: "d\\ne" added']
+    assert settings_changes({"seed": 1}, {"seed": 1, "max_strikes": 3}) == ["[failures] max_strikes (not stored) -> 3"]
+
+
+# --- one process per tournament: the run lease ------------------------------------------------------
+
+
+# The gated bot waits for the test (a file it polls for), not for the clock: its move time is long
+# enough that the wait can never become a timeout, and it is bounded all the same.
+GATE_TIME = {"move_ms": 120_000, "startup_ms": 20_000}
+LEASE_NAME = "lease"
+
+
+def gated_tournament(folder: Path, marker: str, database: str, ladder: bool = False) -> tuple[Path, Path]:
+    """A 2-game tournament (one at a time) whose first game waits until the returned gate file exists."""
+    gate = folder / "gate"
+    bots = [{"name": "gated", "command": python_bot_command("gate", after=1), "env": {"SCRIPTED_BOT_GATE": str(gate)}},
+            {"name": "greedy", "command": sample_bot_command("greedy_bot.py")}]
+    path = write_tournament(folder / "lease.toml", {"name": LEASE_NAME, "players": 2, "games_per_pairing": 2,
+                                                     "seed": 5, "concurrency": 1, "database": database},
+                            bots, GATE_TIME, marker)
+    if ladder:
+        path.write_text(path.read_text(encoding="utf-8") + '\n[ladder]\ninterval = "1h"\n', encoding="utf-8")
+    return path, gate
+
+
+def _wait_for_running(store: Store, proc: subprocess.Popen[bytes], timeout_s: float = 90) -> int:
+    """Poll until the arena in ``proc`` holds the lease and plays a game; the tournament id."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        tid = store.tournament_id(LEASE_NAME)
+        if tid is not None and store.counts(tid)["running"] and _lease_row(store, tid) is not None:
+            return tid
+        assert proc.poll() is None, f"the first arena exited ({proc.returncode}) before playing"
+        assert time.monotonic() < deadline, f"no game running within {timeout_s} s"
+        time.sleep(0.02)
+
+
+def _lease_row(store: Store, tid: int) -> dict[str, Any] | None:
+    from arena.models import RunLease
+
+    with store.engine.connect() as conn:
+        row = conn.execute(select(RunLease.__table__).where(RunLease.tournament_id == tid)).first()
+    return dict(row._mapping) if row is not None else None
+
+
+def _holder_line(done: subprocess.CompletedProcess[str], command: str, pid: int) -> str:
+    """The one error line of a refused second process, checked to name the live first one."""
+    assert done.returncode == 2, (done.returncode, done.stdout[-1000:], done.stderr[-2000:])
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f'arena: error: tournament "{LEASE_NAME}" is being played by another process: '
+                               f'`arena {command}` (pid {pid} on host {json.dumps(socket.gethostname())}), since '
+                               ), lines[0]
+    assert re.search(r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, last heartbeat \d+ s ago", lines[0]), lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_second_run_of_a_live_tournament_exits_2_naming_it_and_steals_nothing(
+        kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'lease.db'}" if kind == "sqlite" else str(request.getfixturevalue("pg_url"))
+    marker = new_marker()
+    path, gate = gated_tournament(tmp_path, marker, url)
+    store = Store(url)  # migrates before either arena starts
+    first = subprocess.Popen(arena_argv("run", str(path)), cwd=ROOT, env=arena_env(), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        tid = _wait_for_running(store, first)
+        before = {g.number: (g.status, g.attempt) for g in store.games(tid)}
+        assert before == {1: ("running", 1), 2: ("pending", 0)}
+
+        _holder_line(run_arena("run", str(path)), "run", first.pid)
+        assert {g.number: (g.status, g.attempt) for g in store.games(tid)} == before  # nothing put back
+        assert _lease_row(store, tid)["pid"] == first.pid
+
+        gate.touch()
+        _, err = first.communicate(timeout=PLAY_TIMEOUT_S)
+        assert first.returncode == 0, err.decode(errors="replace")[-2000:]
+        games = store.games(tid)
+        assert [(g.status, g.attempt) for g in games] == [("done", 1), ("done", 1)]  # each played once
+        assert _lease_row(store, tid) is None, "released on a clean exit"
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+        kill_marked_processes(marker)
+        store.close()
+    again = run_arena("run", str(path), timeout=PLAY_TIMEOUT_S)
+    assert again.returncode == 0, again.stderr  # the lease is free: nothing left to play
+    assert wait_no_marked_processes(marker) == []
+
+
+def test_a_second_serve_or_run_of_a_live_ladder_exits_2_naming_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'lease.db'}"
+    marker = new_marker()
+    path, gate = gated_tournament(tmp_path, marker, url, ladder=True)
+    store = Store(url)
+    first = subprocess.Popen(arena_argv("serve", str(path), "--rounds", "1"), cwd=ROOT, env=arena_env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        tid = _wait_for_running(store, first)
+        _holder_line(run_arena("serve", str(path), "--rounds", "1"), "serve", first.pid)
+        _holder_line(run_arena("run", str(path)), "serve", first.pid)
+        assert store.tournament(tid).rounds == 1  # the refused server scheduled no round of its own
+        gate.touch()
+        _, err = first.communicate(timeout=PLAY_TIMEOUT_S)
+        assert first.returncode == 0, err.decode(errors="replace")[-2000:]
+        assert [(g.status, g.attempt) for g in store.games(tid)] == [("done", 1), ("done", 1)]
+        assert _lease_row(store, tid) is None
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+        kill_marked_processes(marker)
+        store.close()
+    assert wait_no_marked_processes(marker) == []
+
+
+def _quick_tournament(folder: Path, marker: str) -> tuple[Path, str, int]:
+    """A 2-game tournament of two quick bots, scheduled (not played): its file, database URL and id."""
+    top = {"name": LEASE_NAME, "players": 2, "games_per_pairing": 2, "seed": 5}
+    path = write_tournament(folder / "quick.toml", top, BOTS[1:3], TIME, marker)
+    config = load_config(path)
+    store = Store(config.database)
+    try:
+        return path, config.database, open_tournament(store, config)
+    finally:
+        store.close()
+
+
+def _plant_lease(url: str, tid: int, host: str, pid: int, age_s: float) -> None:
+    """A lease row as another process would have left it, its last heartbeat ``age_s`` ago."""
+    from arena.models import RunLease
+
+    beat = datetime.now(timezone.utc) - timedelta(seconds=age_s)
+    store = Store(url)
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(insert(RunLease.__table__).values(tournament_id=tid, owner="f" * 32, command="run", host=host,
+                                                           pid=pid, started_at=beat, heartbeat_at=beat))
+    finally:
+        store.close()
+
+
+def _gone_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=30)
+    return proc.pid
+
+
+@pytest.mark.parametrize("host, pid, age_s, taken", [
+    ("elsewhere", 1, 5, False),  # another host, fresh heartbeat: alive
+    ("elsewhere", 1, 3600, True),  # another host, heartbeat past the expiry: dead
+    ("here", "alive", 5, False),  # this host, a live pid, fresh heartbeat
+    ("here", "gone", 5, True),  # this host, the pid is gone (kill -9): taken over at once
+], ids=["other-host-fresh", "other-host-expired", "same-host-live-pid", "same-host-dead-pid"])
+def test_a_lease_is_taken_over_only_when_its_holder_is_dead(
+        tmp_path: Path, host: str, pid: int | str, age_s: float, taken: bool) -> None:
+    marker = new_marker()
+    path, url, tid = _quick_tournament(tmp_path, marker)
+    holder_host = socket.gethostname() if host == "here" else host
+    holder_pid = {"alive": os.getpid(), "gone": _gone_pid()}.get(pid, pid)  # type: ignore[call-overload]
+    _plant_lease(url, tid, holder_host, holder_pid, age_s)
+    try:
+        done = run_arena("run", str(path), timeout=PLAY_TIMEOUT_S)
+    finally:
+        left = wait_no_marked_processes(marker)
+        kill_marked_processes(marker)
+    assert left == []
+    if taken:
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert f"took over the lease of a process that is gone: `arena run` (pid {holder_pid} on host" in done.stdout
+        assert outcome_counts(url, tid) == {"pending": 0, "running": 0, "done": 2, "failed": 0}
+    else:
+        _holder_line_from(done, holder_host, holder_pid)
+        assert outcome_counts(url, tid) == {"pending": 2, "running": 0, "done": 0, "failed": 0}
+
+
+def _holder_line_from(done: subprocess.CompletedProcess[str], host: str, pid: int) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    [line] = done.stderr.splitlines()
+    assert f"is being played by another process: `arena run` (pid {pid} on host {json.dumps(host)})" in line, line
+
+
+def outcome_counts(url: str, tid: int) -> dict[str, int]:
+    store = Store(url)
+    try:
+        return store.counts(tid)
+    finally:
+        store.close()
+
+
+def test_a_lease_taken_over_is_lost_to_its_old_holder(store_url: str) -> None:
+    """The heartbeat finds the row gone to another owner: the lease is lost (the runner then
+    starts no new game), and releasing it leaves the new holder's row alone."""
+    from arena.lease import Lease, LeaseHeldError
+
+    store, tid = _scheduled_store(store_url)
+    try:
+        lease = Lease.acquire(store, tid, "store", "run")
+        with pytest.raises(LeaseHeldError, match=f"pid {os.getpid()} on host"):
+            Lease.acquire(store, tid, "store", "run")  # alive: this very process
+        assert lease.beat()
+        with store.engine.begin() as conn:
+            conn.execute(text("UPDATE run_leases SET owner = 'newowner' WHERE tournament_id = :t"), {"t": tid})
+        assert not lease.beat()
+        lease.release()
+        assert _lease_row(store, tid)["owner"] == "newowner"
+    finally:
+        store.close()
+
+
+# --- a PostgreSQL database that does not exist yet ------------------------------------------------
+
+
+@pytest.fixture
+def pg_admin() -> Iterator[psycopg.Connection[Any]]:
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(exc).strip().splitlines()[0]}")
+    try:
+        yield admin
+    finally:
+        admin.close()
+
+
+def _database_exists(admin: psycopg.Connection[Any], name: str) -> bool:
+    return admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is not None
+
+
+def test_a_missing_postgresql_database_is_created_by_a_writer_not_by_a_reader(
+        pg_admin: psycopg.Connection[Any], tmp_path: Path) -> None:
+    name = f"arena_new_{secrets.token_hex(6)}"
+    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    path = write_tournament(tmp_path / "new.toml", {"name": "new", "database": url}, BOTS[:2], TIME)
+    try:
+        done = run_arena("standings", str(path))
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == (f"arena: error: tournament 'new' has not been run yet (database {url} does not exist)\n")
+        assert not _database_exists(pg_admin, name), "a reading command created the database"
+        store = Store(url)  # what arena run and arena serve open first
+        try:
+            assert _database_exists(pg_admin, name)
+            assert store.tournaments() == []
+        finally:
+            store.close()
+    finally:
+        pg_admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_missing_postgresql_database_the_user_may_not_create_is_one_clear_line(
+        pg_admin: psycopg.Connection[Any]) -> None:
+    role, name = f"arena_nocreate_{secrets.token_hex(4)}", f"arena_new_{secrets.token_hex(6)}"
+    pg_admin.execute(f'CREATE ROLE "{role}" LOGIN NOCREATEDB')
+    try:
+        with pytest.raises(StorageError) as caught:
+            Store(f"postgresql+psycopg://{role}@127.0.0.1:5432/{name}")
+        assert str(caught.value) == (f'database "{name}" does not exist on 127.0.0.1 and user "{role}" may not create '
+                                     f"it: create it first (createdb {name}, or CREATE DATABASE as a user who may)")
+        assert not _database_exists(pg_admin, name)
+    finally:
+        pg_admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        pg_admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_the_heartbeat_thread_renews_the_lease_and_notices_a_takeover(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The holder's own thread beats (here every 20 ms, to keep the test short; the verdict only
+    waits for events, each within a bound) and calls back once another process owns the row."""
+    import threading
+
+    from arena import lease as lease_module
+
+    monkeypatch.setattr(lease_module, "HEARTBEAT_S", 0.02)
+    store, tid = _scheduled_store(store_url)
+    called = threading.Event()
+    try:
+        lease = lease_module.Lease.acquire(store, tid, "store", "run")
+        lease.when_lost(called.set)
+        first = _lease_row(store, tid)["heartbeat_at"]
+        deadline = time.monotonic() + 30
+        while _lease_row(store, tid)["heartbeat_at"] == first:
+            assert time.monotonic() < deadline, "no heartbeat within 30 s"
+            time.sleep(0.01)
+        with store.engine.begin() as conn:
+            conn.execute(text("UPDATE run_leases SET owner = 'newowner' WHERE tournament_id = :t"), {"t": tid})
+        assert called.wait(30) and lease.lost.is_set()
+        lease.release()
+        assert _lease_row(store, tid)["owner"] == "newowner"
     finally:
         store.close()

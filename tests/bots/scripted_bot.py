@@ -17,6 +17,8 @@ Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its 
   exit-between  plays game 1 well, then exits when game 1 ends
   flood         sends 100 extra moves on the turn
   wrong-turn    answers with another turn id
+  gate          waits until the file named by $SCRIPTED_BOT_GATE exists, then plays well (holds a
+                game open for as long as a test needs, within the move time)
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from casino.v1 import bot_pb2, bot_pb2_grpc
 
 MODES = ("normal", "never-listen", "no-hello", "crash", "hang", "late", "illegal", "bad-index", "garbage",
-         "huge", "exit-between", "flood", "wrong-turn")
+         "huge", "exit-between", "flood", "wrong-turn", "gate")
 
 
 class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
@@ -80,6 +82,9 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                         answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, notation="X" * (50 << 20))
                     if self.mode == "wrong-turn":
                         answer = bot_pb2.MoveChoice(turn_id=turn.turn_id + 1000, index=0)
+                    if self.mode == "gate":
+                        while not os.path.exists(os.environ["SCRIPTED_BOT_GATE"]):
+                            await asyncio.sleep(0.02)
                     if self.mode == "flood":
                         for _ in range(100):
                             yield bot_pb2.PlayResponse(move=answer)
