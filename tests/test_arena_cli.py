@@ -352,12 +352,12 @@ def copy_of_built(built: Built, folder: Path) -> Path:
 def test_a_changed_file_is_refused_with_each_changed_setting_old_and_new(built: Built, tmp_path: Path) -> None:
     path = copy_of_built(built, tmp_path)
     text = path.read_text(encoding="utf-8")
-    assert "move_ms = 500" in text and "seed = 11" in text
-    path.write_text(text.replace("move_ms = 500", "move_ms = 600").replace("seed = 11", "seed = 12")
+    assert "move_ms = 2000" in text and "seed = 11" in text
+    path.write_text(text.replace("move_ms = 2000", "move_ms = 2500").replace("seed = 11", "seed = 12")
                     .replace('name = "greedy"', 'name = "greedy2"'), encoding="utf-8")
     line = assert_usage_error(arena("run", str(path)))
     assert (f"tournament {NAME!r} in sqlite:///{tmp_path / 'cli.db'} was scheduled with other settings "
-            '([[bots]] names: "greedy2" added and "greedy" removed; seed 11 -> 12; [time] move_ms 500 -> 600); '
+            '([[bots]] names: "greedy2" added and "greedy" removed; seed 11 -> 12; [time] move_ms 2000 -> 2500); '
             ) in line, line
     assert "rules" not in line and "players" not in line  # only what changed
 
