@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
-import io
 import json
 import logging
 import signal
@@ -29,6 +27,7 @@ from referee.render import record_lines
 from .compare_cli import add_compare_parser, add_gauntlet_parser
 from .config import ConfigError, TournamentConfig, load_config
 from .console import make_console
+from .describe import failure_where, games_csv, kind_name
 from .executor import InProcessExecutor
 from .errors import UsageError
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
@@ -227,11 +226,9 @@ def cmd_games(args: argparse.Namespace) -> int:
         out.write(line.rstrip() + "\n")
         for f in (g.result or {}).get("failures", []):
             seat = int(f.get("seat", 0))
-            kind = f.get("kind", "").removeprefix("FAILURE_KIND_").lower()
             what = "forfeit" if f.get("forfeit") else "random move played"
-            play = int(f.get("playNumber", 0))
-            where = f"deal {int(f.get('deal', 0)) + 1} play {play}" if play else "before the first play"
-            out.write(f"         {seats[seat]} (seat {seat}): {kind} at {where}: {f.get('reason', '')} -> {what}\n")
+            out.write(f"         {seats[seat]} (seat {seat}): {kind_name(f.get('kind', ''))} at {failure_where(f)}: "
+                      f"{f.get('reason', '')} -> {what}\n")
     if not rows:
         out.write("no games\n")
     return 0
@@ -276,15 +273,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         for number, record in store.records(tid):
             (out / "records" / f"game-{number:06d}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
             count += 1
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["number", "round", "set", "deck_seed", "status", "attempt", "seats", "scores", "ranks", "reason", "error"])
-        for g in store.games(tid):
-            r = g.result or {}
-            writer.writerow([g.number, g.round, g.set_number, g.deck_seed, g.status, g.attempt,
-                             " ".join(names[p] for p in g.seat_bots), " ".join(map(str, r.get("scores", []))),
-                             " ".join(map(str, r.get("ranks", []))), r.get("reason", ""), g.error or ""])
-        (out / "games.csv").write_text(buffer.getvalue(), encoding="utf-8")
+        (out / "games.csv").write_text(games_csv(store.games(tid), names), encoding="utf-8")
         standings = current_standings(store, tid)
         (out / "standings.json").write_text(standings_json(standings) + "\n", encoding="utf-8")
         (out / "standings.csv").write_text(standings_csv(standings), encoding="utf-8")

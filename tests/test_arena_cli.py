@@ -34,6 +34,9 @@ CSV_HEADER = ["rank", "name", "mu", "sigma", "conservative", "games", "wins", "d
 START_LINE = re.compile(r"^tournament '(?P<name>[^']+)': (?P<bots>\d+) bots, (?P<games>\d+) games "
                         r"\((?P<played>\d+) already played\), (?P<at_once>\d+) at once; database sqlite:///\S+$")
 PROGRESS_LINE = re.compile(r"^(\d+)/(\d+) games, [\d.]+ games/s$")
+OLD_GAMES_COLUMNS = ["number", "round", "set", "deck_seed", "status", "attempt", "seats", "scores", "ranks", "reason",
+                     "error"]
+NEW_GAMES_COLUMNS = ["winner", "forfeited_by", "forfeit_kind", "forfeit_reason", "forfeit_at", "random_moves"]
 MOVE_LINE = re.compile(r"^\s+(\d+)\. (\S.*)$")
 SEAT_LINE = re.compile(r"^seat (\d): (\d+) moves, median [\d.]+ ms, max [\d.]+ ms$")
 
@@ -318,8 +321,14 @@ def test_export_writes_records_games_standings_and_rating_history(
         record = json.loads((out / "records" / f"game-{n:06d}.json").read_text(encoding="utf-8"))
         assert record["game_id"] == f"{NAME}-g{n}" and record["game_number"] == n
     with (out / "games.csv").open(encoding="utf-8", newline="") as f:
+        header = next(csv.reader(f))
+    assert header == OLD_GAMES_COLUMNS + NEW_GAMES_COLUMNS  # the original columns first, where they were
+    with (out / "games.csv").open(encoding="utf-8", newline="") as f:
         games = list(csv.DictReader(f))
     assert [int(g["number"]) for g in games] == list(range(1, GAMES + 1))
+    for g in games:  # nobody forfeits here: the forfeit columns are empty; a winner is one of the seats
+        assert [g[c] for c in NEW_GAMES_COLUMNS[1:]] == ["", "", "", "", "0"], g
+        assert g["winner"] in g["seats"].split() if g["winner"] else len(set(g["ranks"].split())) == 1, g
     # attempt 1 everywhere: the second `arena run` replayed nothing
     assert all(g["status"] == "done" and g["attempt"] == "1" and g["error"] == "" for g in games)
     assert all(len(g["seats"].split()) == 2 and len(g["scores"].split()) == 2 for g in games)
@@ -335,6 +344,25 @@ def test_export_writes_records_games_standings_and_rating_history(
         assert sorted(by_game[int(g["number"])]) == sorted(g["seats"].split())  # both players, once each
     final = {e["bot"]: e["mu"] for e in history}  # the last entry of each bot is its current rating
     assert final == {r["name"]: r["mu"] for r in json.loads(standings_text)["standings"]}
+
+
+def test_export_says_who_forfeited_why_and_who_won(failing: Path, tmp_path: Path) -> None:
+    """A forfeit's row in games.csv names the bot that forfeited (its tournament name), the
+    failure's kind, the referee's reason and where it happened, and the winner."""
+    done = arena("export", str(failing), str(tmp_path / "export"))
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "export" / "games.csv").open(encoding="utf-8", newline="") as f:
+        games = list(csv.DictReader(f))
+    assert len(games) == 2
+    for g in games:
+        record = json.loads((tmp_path / "export" / "records" / f"game-{int(g['number']):06d}.json").read_text())
+        (failure,) = record["failures"]
+        assert (g["reason"], g["error"]) == ("forfeit", "")  # the original columns, unchanged
+        assert (g["forfeited_by"], g["forfeit_kind"], g["winner"], g["random_moves"]) == (
+            "illegal", "illegal_move", "greedy", "0"), g
+        assert g["forfeit_reason"] == failure["reason"] and "(rule" in g["forfeit_reason"], g
+        assert g["forfeit_at"] == f"deal {failure['deal'] + 1} play {failure['playNumber']}", g
+        assert g["seats"].split()[failure["seat"]] == "illegal"
 
 
 # --- usage errors ----------------------------------------------------------------------------------
