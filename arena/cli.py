@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from referee.errors import EndpointError
 from referee.render import record_lines
+from referee.rules import RulesError
 
 from .compare_cli import add_compare_parser, add_gauntlet_parser
 from .config import ConfigError, TournamentConfig, load_config
@@ -239,6 +240,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     store, tid = _open(config)
     try:
         row, record = store.game(tid, args.game)
+        names = {b.position: b.name for b in store.bots(tid)}
     except StorageError as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -246,7 +248,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     if record is None:
         sys.stdout.write(f"game {row.number} is {row.status}" + (f": {row.error}" if row.error else "") + "; no record yet\n")
         return 0
-    sys.stdout.write("\n".join(record_lines(record)) + "\n")
+    # the tournament's names, by the game row's seats: whatever names the bots gave themselves
+    seat_names = [names[p] for p in row.seat_bots]
+    try:
+        lines = record_lines(record, seat_names, full=args.full)
+    except RulesError as exc:
+        raise UsageError(f"game {row.number}: the stored record does not replay: {exc}") from None
+    sys.stdout.write("\n".join(lines) + "\n")
     timings = record.get("timings_us", [])
     if timings:
         per_seat: dict[int, list[int]] = {}
@@ -254,8 +262,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             per_seat.setdefault(seat, []).append(us)
         for seat, values in sorted(per_seat.items()):
             values.sort()
-            sys.stdout.write(f"seat {seat}: {len(values)} moves, median {values[len(values) // 2] / 1000:.2f} ms, "
-                             f"max {values[-1] / 1000:.2f} ms\n")
+            sys.stdout.write(f"seat {seat} {seat_names[seat]}: {len(values)} moves, median "
+                             f"{values[len(values) // 2] / 1000:.2f} ms, max {values[-1] / 1000:.2f} ms\n")
     return 0
 
 
@@ -361,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="print one game's record, move by move")
     p.add_argument("file")
     p.add_argument("game", type=int, help="the game number (see `arena games`)")
+    p.add_argument("--full", action="store_true", help="also every seat's hand and the table before each play")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="write every record and result to a folder")

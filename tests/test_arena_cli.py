@@ -37,8 +37,10 @@ PROGRESS_LINE = re.compile(r"^(\d+)/(\d+) games, [\d.]+ games/s$")
 OLD_GAMES_COLUMNS = ["number", "round", "set", "deck_seed", "status", "attempt", "seats", "scores", "ranks", "reason",
                      "error"]
 NEW_GAMES_COLUMNS = ["winner", "forfeited_by", "forfeit_kind", "forfeit_reason", "forfeit_at", "random_moves"]
-MOVE_LINE = re.compile(r"^\s+(\d+)\. (\S.*)$")
-SEAT_LINE = re.compile(r"^seat (\d): (\d+) moves, median [\d.]+ ms, max [\d.]+ ms$")
+MOVE_LINE = re.compile(r"^\s+(\d+)\. P(\d) (\S+): (\S.*)$")
+SEAT_LINE = re.compile(r"^seat (\d) (\S+): (\d+) moves, median [\d.]+ ms, max [\d.]+ ms$")
+HANDS_LINE = re.compile(r"^ {8}hands (P0: .*)$")
+TABLE_LINE = re.compile(r"^ {8}table loose: .*$")
 
 
 def sample_bot(script: str) -> str:
@@ -282,24 +284,82 @@ def test_games_failed_lists_forfeits_with_kind_and_reason(failing: Path) -> None
 # --- arena show ----------------------------------------------------------------------------------
 
 
+def exported_game(exported: tuple[subprocess.CompletedProcess[str], Path], number: int) -> tuple[dict, list[str]]:  # type: ignore[type-arg]
+    """Game ``number``'s record from the module's export, and its bots by seat (games.csv)."""
+    done, out = exported
+    assert done.returncode == 0, done.stderr
+    record = json.loads((out / "records" / f"game-{number:06d}.json").read_text(encoding="utf-8"))
+    with (out / "games.csv").open(encoding="utf-8", newline="") as f:
+        (row,) = [g for g in csv.DictReader(f) if g["number"] == str(number)]
+    return record, row["seats"].split()
+
+
 def test_show_prints_the_game_move_by_move_with_timings(
         built: Built, exported: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """Every play with the seat and the tournament's name of the bot that made it (not the name
+    the bot calls itself), then the result and each seat's move times."""
     done = arena("show", str(built.file), "2")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith(f"game {NAME}-g2 [P0 ")
+    record, seats = exported_game(exported, 2)
+    assert lines[0] == f"game {NAME}-g2 [P0 {seats[0]}, P1 {seats[1]}]"
+    assert {s["name"] for s in record["seats"]}.isdisjoint(seats), "the bots call themselves otherwise"
     # the moves shown are the stored record's, deal by deal
-    done_export, out = exported
-    assert done_export.returncode == 0, done_export.stderr
-    record = json.loads((out / "records" / "game-000002.json").read_text(encoding="utf-8"))
     deals = record["engine"]["deals"]
     assert len([line for line in lines if line.startswith("== deal ")]) == len(deals)
-    shown = [m.group(2) for m in map(MOVE_LINE.match, lines) if m]
-    assert shown == [move for deal in deals for move in deal["moves"]]
-    assert re.search(r"(P\d wins|draw) \(\w+\) after \d+ deal\(s\)", done.stdout)
+    shown = [m.groups() for m in map(MOVE_LINE.match, lines) if m]
+    assert [move for _, _, _, move in shown] == [move for deal in deals for move in deal["moves"]]
+    # who made each play: the seat the referee timed for it, and the bot in that seat
+    assert [int(seat) for _, seat, _, _ in shown] == [seat for seat, _ in record["timings_us"]]
+    assert all(name == seats[int(seat)] for _, seat, name, _ in shown)
+    winner = re.search(r"^(?:P(\d) (\S+) wins|draw) \(\w+\) after \d+ deal\(s\)", done.stdout, re.MULTILINE)
+    assert winner, done.stdout[-500:]
+    if winner.group(1) is not None:
+        assert winner.group(2) == seats[int(winner.group(1))]
+        assert record["result"]["winnerSide"] == int(winner.group(1))
     seat_lines = [m.groups() for m in map(SEAT_LINE.match, lines) if m]
-    assert [s for s, _ in seat_lines] == ["0", "1"]
-    assert sum(int(n) for _, n in seat_lines) == len(shown)
+    assert [(s, name) for s, name, _ in seat_lines] == [("0", seats[0]), ("1", seats[1])]
+    assert sum(int(n) for _, _, n in seat_lines) == len(shown)
+
+
+def test_show_full_gives_every_hand_and_the_table_before_each_play(
+        built: Built, exported: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """``--full``: before every play, each seat's hand and the table; the card played is in the
+    mover's hand just before it."""
+    done = arena("show", str(built.file), "3", "--full")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    record, _ = exported_game(exported, 3)
+    plays = [i for i, line in enumerate(lines) if MOVE_LINE.match(line)]
+    assert len(plays) == sum(len(d["moves"]) for d in record["engine"]["deals"]) > 0
+    hands_before = []
+    for i in plays:
+        hands, table = HANDS_LINE.match(lines[i - 2]), TABLE_LINE.match(lines[i - 1])
+        assert hands and table, lines[i - 2:i + 1]
+        held = dict(part.split(": ") for part in hands.group(1).split(" / "))
+        assert list(held) == ["P0", "P1"]
+        move = MOVE_LINE.match(lines[i])
+        assert move is not None
+        card = move.group(4).split()[0]
+        assert card in held[f"P{move.group(2)}"].split(), (lines[i - 2], lines[i])
+        hands_before.append(held)
+    first = [h.split() for h in hands_before[0].values()]
+    assert [len(h) for h in first] == [4, 4] and not set(first[0]) & set(first[1])
+    assert "hands" not in arena("show", str(built.file), "3").stdout, "only with --full"
+
+
+def test_show_of_a_forfeit_says_who_forfeited_why_where_and_who_won(failing: Path) -> None:
+    done = arena("show", str(failing), "1")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "game failing-g1 [P0 illegal, P1 greedy]"
+    plays = [m.groups() for m in map(MOVE_LINE.match, lines) if m]
+    assert plays[-1][1:] == ("0", "illegal", "forfeits (illegal_move)")  # the play it did not make
+    assert [seat for _, seat, _, _ in plays] == ["0", "1"] * (len(plays) // 2) + ["0"] * (len(plays) % 2)
+    (why,) = [line for line in lines if line.endswith("-> forfeit")]
+    assert re.fullmatch(rf"P0 illegal: illegal_move at deal 1 play {len(plays)}: \S+ .*\(rules? [\d, ]+\).* -> forfeit",
+                        why), why
+    assert "ended early: forfeit; P1 greedy wins after 1 deal(s): P0=0 P1=0" in lines
 
 
 def test_show_unknown_game_is_a_usage_error(built: Built) -> None:

@@ -148,3 +148,32 @@ def test_check_a_bot_that_plays_illegal_moves() -> None:
     assert sum(int(line.split(" x ")[0]) for line in summary[1:]) == 4
     assert "clean: every answer" not in out
     assert_no_bot_processes()
+
+
+def test_replay_shows_who_played_each_move_and_every_failure(tmp_path: Path) -> None:
+    """``referee replay`` of a match record: each play with its seat and bot, the random moves the
+    referee played for a failing bot marked where they were played, every failure with its kind,
+    place and reason, and who won the forfeit."""
+    done = run_referee("match", "--bot", python_bot_command("illegal", after=1), "--bot", builtin_bot_command(1),
+                       "--policy", "random_move", "--max-strikes", "2", "--no-rotate",
+                       "--records", str(tmp_path / "records"), "--logs", str(tmp_path / "logs"))
+    assert done.returncode == 0, done.stderr
+    (path,) = (tmp_path / "records").iterdir()
+    replay = run_referee("replay", str(path))
+    assert replay.returncode == 0, replay.stderr
+    lines = replay.stdout.splitlines()
+    assert lines[0].endswith("[P0 scripted-illegal, P1 builtin-random]"), lines[0]
+    plays = [line.strip() for line in lines if re.match(r"^\s+\d+\. P\d ", line)]
+    # the bot fails every turn: random moves for it at plays 1 and 3, the third failure forfeits
+    assert [p.split(":")[0] for p in plays] == ["1. P0 scripted-illegal", "2. P1 builtin-random",
+                                                "3. P0 scripted-illegal", "4. P1 builtin-random",
+                                                "5. P0 scripted-illegal"], plays
+    assert [p.endswith("[random move: illegal_move]") for p in plays] == [True, False, True, False, False]
+    assert plays[4] == "5. P0 scripted-illegal: forfeits (illegal_move)"
+    failures = [line for line in lines if line.startswith("P0 scripted-illegal: illegal_move at deal 1 play ")]
+    assert [line.split(" -> ")[1] for line in failures] == ["random move played", "random move played", "forfeit"]
+    assert [line.split(" play ")[1].split(":")[0] for line in failures] == ["1", "3", "5"]
+    assert all(re.search(r"\(rules? [\d, ]+\)", line) for line in failures), failures
+    assert "ended early: forfeit; P1 builtin-random wins after 1 deal(s): P0=0 P1=0" in lines
+    assert lines[-1].startswith("record checked")
+    assert_no_bot_processes()
