@@ -32,7 +32,7 @@ from .describe import failure_where, games_csv, kind_name
 from .executor import InProcessExecutor
 from .errors import UsageError
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
-from .standings import head_to_head_table, standings_csv, standings_json, standings_table
+from .standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
 from .storage import Store, StorageError
 
 PROG = "arena"
@@ -60,6 +60,9 @@ def _open(config: TournamentConfig) -> tuple[Store, int]:
 # --- run ------------------------------------------------------------------------------------
 
 
+PIPE_PROGRESS_S = 5.0  # in a pipe or a log: a progress line at most this often (and one after the last game)
+
+
 def _progress() -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -68,8 +71,9 @@ def _progress() -> Progress:
 
 
 async def run_tournament(config: TournamentConfig, console: Console, concurrency: int | None = None,
-                         refresh_s: float = 1.0, show_paths: bool = True) -> int:
-    """``arena run``: schedule (first time) or resume, play every pending game, print standings."""
+                         refresh_s: float = 1.0, show_paths: bool = True, pipe_every_s: float = PIPE_PROGRESS_S) -> int:
+    """``arena run``: schedule (first time) or resume, play every pending game, print standings.
+    Not on a terminal, progress is a line every ``pipe_every_s`` seconds and after the last game."""
     store = Store(config.database)
     try:
         tid = open_tournament(store, config)
@@ -80,23 +84,24 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         progress = _progress()
         bar = progress.add_task(config.name, total=total, completed=settled, rate=0.0)
         started, played = time.monotonic(), 0
-        table_at = 0.0
-        live_table = standings_table(current_standings(store, tid), "standings")
+        table_at, line_at = 0.0, started
+        live_table = fitting_standings_table(console, current_standings(store, tid), "standings")
         failures: list[str] = []
 
         def on_game(done: GameDone) -> None:
-            nonlocal played, table_at, live_table
+            nonlocal played, table_at, line_at, live_table
             played += 1
-            rate = played / max(time.monotonic() - started, 1e-9)
+            now = time.monotonic()
+            rate = played / max(now - started, 1e-9)
             progress.update(bar, advance=1, rate=rate)
-            if not console.is_terminal and (played % max(1, total // 10) == 0 or settled + played == total):
+            if not console.is_terminal and (now - line_at >= pipe_every_s or settled + played == total):
+                line_at = now
                 console.print(f"{settled + played}/{total} games, {rate:.1f} games/s")
             if done.report is None:
                 failures.append(f"game {done.task.number}: {done.error}")
-            now = time.monotonic()
             if console.is_terminal and now - table_at >= refresh_s:  # standings cost a query: not every game
                 table_at = now
-                live_table = standings_table(current_standings(store, tid), "standings")
+                live_table = fitting_standings_table(console, current_standings(store, tid), "standings")
                 live.update(Group(progress, live_table))
 
         runner = TournamentRunner(store, tid, config, executor, concurrency, on_game)
@@ -128,7 +133,7 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
                     except asyncio.CancelledError:
                         pass
                     live.update(Group(progress))
-            else:  # a log or a pipe: a plain line every tenth of the games instead of a live display
+            else:  # a log or a pipe: a plain line every few seconds instead of a live display
                 try:
                     await runner.run()
                 except asyncio.CancelledError:
@@ -140,7 +145,7 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         console.print()
         standings = current_standings(store, tid)
         counts = store.counts(tid)
-        console.print(standings_table(standings, f"{config.name}: standings after {counts['done']} games"))
+        console.print(fitting_standings_table(console, standings, f"{config.name}: standings after {counts['done']} games"))
         console.print(head_to_head_table(standings))
         for line in failures:
             console.print(f"[red]referee failure[/red] {line}")
@@ -183,7 +188,7 @@ def cmd_standings(args: argparse.Namespace) -> int:
         sys.stdout.write(standings_csv(standings))
     else:
         console = make_console()
-        console.print(standings_table(standings, f"{config.name}: standings"))
+        console.print(fitting_standings_table(console, standings, f"{config.name}: standings"))
         console.print(head_to_head_table(standings))
     return 0
 
@@ -217,6 +222,8 @@ def cmd_games(args: argparse.Namespace) -> int:
     finally:
         store.close()
     out = sys.stdout
+    if rows:
+        out.write(f"{'game':>5s}  {'set':8s} {'bots by seat':40s} {'status':8s} result\n")
     for g in rows:
         seats = [names[p] for p in g.seat_bots]
         line = f"{g.number:5d}  set {g.set_number:<4d} {' v '.join(seats):40s} {g.status:8s}"
@@ -312,10 +319,12 @@ def cmd_bots(args: argparse.Namespace) -> int:
             sys.stdout.write(f"removed {args.name} (its games and ratings stay)\n")
         else:
             ratings = store.ratings(tid)
+            sys.stdout.write(f"{'bot':20s} {'state':8s} {'mu':>6s} {'sigma':>6s}  command or address\n")
             for b in store.bots(tid):
                 r = ratings.get(b.name)
                 state = "active" if b.active else "removed"
-                sys.stdout.write(f"{b.name:20s} {state:8s} mu {r.mu:6.2f} sigma {r.sigma:5.2f}  {b.spec}\n" if r else f"{b.name} {state}\n")
+                mu, sigma = (f"{r.mu:.2f}", f"{r.sigma:.2f}") if r else ("-", "-")
+                sys.stdout.write(f"{b.name:20s} {state:8s} {mu:>6s} {sigma:>6s}  {b.spec}\n")
     finally:
         store.close()
     return 0

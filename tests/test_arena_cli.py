@@ -4,6 +4,7 @@ played once per module, and every usage problem as exit status 2 with one ``aren
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -17,7 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from arena.cli import run_tournament
+from arena.config import load_config
 from tests.conftest import bot_processes, python_bot_command
 from tests.support import ROOT, run_arena, table_rows
 
@@ -159,9 +163,10 @@ def test_run_prints_start_line_progress_and_both_tables(built: Built) -> None:
     start = START_LINE.match(lines[0])
     assert start, lines[0]
     assert start.group("name", "bots", "games", "played", "at_once") == (NAME, str(BOTS), str(GAMES), "0", "2")
-    progress = [m.groups() for m in map(PROGRESS_LINE.match, lines) if m]
-    # 6 games: a line after each (every tenth of the games, at least every game), counted in order
-    assert progress == [(str(n), str(GAMES)) for n in range(1, GAMES + 1)]
+    progress = [(int(m[1]), int(m[2])) for m in map(PROGRESS_LINE.match, lines) if m]
+    # in a pipe: a line every PIPE_PROGRESS_S (as many as the machine's speed gives), then the last game's
+    assert progress and progress[-1] == (GAMES, GAMES), progress
+    assert [n for n, _ in progress] == sorted({n for n, _ in progress}) and {t for _, t in progress} == {GAMES}
     assert f"{NAME}: standings after {GAMES} games" in done.stdout
     standings, h2h = split_tables(done.stdout)
     assert sorted(r[1] for r in standings) == ["greedy", "random-1", "random-2"]
@@ -177,6 +182,22 @@ def test_run_prints_start_line_progress_and_both_tables(built: Built) -> None:
             assert (cell == "-") if i == j else re.fullmatch(r"[\d.]+/2", cell), (row, cell)
     assert lines[-1].startswith("database: sqlite:///") and "bot logs: " in lines[-1]
     assert built.left_running == [], "bot processes left running after `arena run`"
+
+
+@pytest.mark.parametrize("every_s, lines", [(0.0, [1, 2, 3, 4]), (1e9, [4])], ids=["every-game", "final-only"])
+def test_progress_in_a_pipe_is_timed_and_ends_with_the_last_game(tmp_path: Path, every_s: float, lines: list[int]) -> None:
+    """Not on a terminal, `arena run` prints a progress line when ``pipe_every_s`` has passed since
+    the last one, and always after the last game: an interval of 0 gives a line per game, a huge
+    one only the last line (whatever the machine's speed). In-process, real bots and database."""
+    path = tmp_path / "pipe.toml"
+    path.write_text(tournament_text("pipe", two_bots("greedy", "other")).replace(
+        "games_per_pairing = 2", "games_per_pairing = 4"), encoding="utf-8")
+    out = io.StringIO()
+    status = asyncio.run(run_tournament(load_config(path), Console(file=out, width=120), pipe_every_s=every_s))
+    assert status == 0, out.getvalue()[-2000:]
+    progress = [m.groups() for m in map(PROGRESS_LINE.match, out.getvalue().splitlines()) if m]
+    assert progress == [(str(n), "4") for n in lines]
+    assert wait_no_bots(("sample_bots/python/",)) == []
 
 
 def test_run_again_plays_nothing_and_prints_the_same_standings(built: Built) -> None:
@@ -232,10 +253,15 @@ def test_standings_formats_agree(built: Built, standings_json: str) -> None:
 # --- arena games ---------------------------------------------------------------------------------
 
 
+GAMES_HEADER = re.compile(r"^ game  set\s+bots by seat\s+status\s+result$")
+
+
 def games_lines(done: subprocess.CompletedProcess[str]) -> list[list[str]]:
-    """The words of each line `arena games` printed (checked to succeed)."""
+    """The words of each line `arena games` printed after its header row (checked to succeed)."""
     assert done.returncode == 0, done.stderr
-    return [line.split() for line in done.stdout.splitlines()]
+    header, *lines = done.stdout.splitlines()
+    assert GAMES_HEADER.match(header), header
+    return [line.split() for line in lines]
 
 
 def test_games_lists_every_game_and_filters_by_bot(built: Built) -> None:
@@ -264,7 +290,8 @@ def test_games_failed_on_a_clean_tournament_says_no_games(built: Built) -> None:
 def test_games_failed_lists_forfeits_with_kind_and_reason(failing: Path) -> None:
     done = arena("games", str(failing), "--failed")
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    header, *lines = done.stdout.splitlines()
+    assert GAMES_HEADER.match(header), header
     games = [line for line in lines if not line.startswith(" " * 9)]
     failures = [line.strip() for line in lines if line.startswith(" " * 9)]
     assert [g.split()[0] for g in games] == ["1", "2"]  # both games: the illegal bot plays in each
@@ -279,6 +306,22 @@ def test_games_failed_lists_forfeits_with_kind_and_reason(failing: Path) -> None
     assert seats == [0, 1]  # one game in each seat
     rows = json.loads(arena("standings", str(failing), "--format", "json").stdout)["standings"]
     assert {r["name"]: r["forfeits"]["illegal"] for r in rows} == {"greedy": 0, "illegal": 2}
+
+
+def test_bots_list_has_a_header_row(tmp_path: Path) -> None:
+    """`arena bots list`: a header, then each bot with its state, rating and command (a removed
+    bot stays, marked removed). Listing starts no bot and plays nothing."""
+    path = tmp_path / "pool.toml"
+    path.write_text(tournament_text("pool", two_bots("greedy", "other")), encoding="utf-8")
+    assert arena("bots", "remove", "other", "-f", str(path)).returncode == 0
+    done = arena("bots", "list", "-f", str(path))
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == ["bot", "state", "mu", "sigma", "command", "or", "address"]
+    assert [row.split()[:4] for row in rows] == [["greedy", "active", "25.00", "8.33"],
+                                                 ["other", "removed", "25.00", "8.33"]]
+    assert all(row.endswith(sample_bot("greedy_bot.py")) for row in rows)
+    assert header.index("mu") + len("mu") == rows[0].index("25.00") + len("25.00"), "figures under their header"
 
 
 # --- arena show ----------------------------------------------------------------------------------
