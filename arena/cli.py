@@ -31,7 +31,10 @@ from .console import make_console
 from .describe import failure_where, games_csv, kind_name
 from .executor import InProcessExecutor
 from .errors import UsageError
-from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
+from .runner import (
+    GameDone, TournamentRunner, available_cores, current_standings, logs_dir_for, open_tournament,
+    oversubscription_warning,
+)
 from .standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
 from .storage import Store, StorageError
 
@@ -68,6 +71,14 @@ def _progress() -> Progress:
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[rate]:.1f} games/s"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
     )
+
+
+def warn_if_oversubscribed(concurrency: int) -> None:
+    """One warning line on stderr, at the start of a run, when games outnumber the cores."""
+    warning = oversubscription_warning(concurrency, available_cores())
+    if warning:
+        sys.stderr.write(f"{PROG}: warning: {warning}\n")
+        sys.stderr.flush()
 
 
 async def run_tournament(config: TournamentConfig, console: Console, concurrency: int | None = None,
@@ -122,6 +133,7 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         assert main_task is not None
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, interrupt)
+        warn_if_oversubscribed(runner.concurrency)
         console.print(f"tournament {config.name!r}: {len(config.bots)} bots, {total} games "
                       f"({settled} already played), {runner.concurrency} at once; database {store.url_for_people}",
                       soft_wrap=True)  # one line even in a log: paths are not cut
@@ -338,6 +350,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.rounds is not None and args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, not {args.rounds}")
+    warn_if_oversubscribed(config.concurrency)
     return asyncio.run(serve_ladder(config, make_console(), max_rounds=args.rounds))
 
 
