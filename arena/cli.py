@@ -361,7 +361,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"--games must be a positive multiple of 2 (duplicate deals), not {args.games}")
     if args.move_time < 1:
         raise UsageError(f"--move-time must be at least 1 ms, not {args.move_time}")
-    return run_demo(games_per_pairing=args.games, move_time_ms=args.move_time, seed=args.seed, keep=args.keep)
+    return run_demo(games_per_pairing=args.games, move_time_ms=args.move_time, seed=args.seed,
+                    folder=Path(args.dir) if args.dir else None)
 
 
 # --- wiring ------------------------------------------------------------------------------------
@@ -414,11 +415,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_parser(sub)
     add_gauntlet_parser(sub)
 
-    p = sub.add_parser("demo", help="a quick tournament of the sample bots in a temporary folder")
+    p = sub.add_parser("demo", help="a quick tournament of the sample bots; its file and database are kept")
     p.add_argument("--games", type=int, default=4, help="games per pairing, a multiple of 2 (default 4)")
     p.add_argument("--move-time", type=int, default=200, help="ms per move (default 200)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder (database, logs)")
+    p.add_argument("--dir", metavar="DIR", help="the folder for the tournament file, database and bot logs "
+                   "(default: a new temporary folder); a folder holding the same demo resumes it")
+    p.add_argument("--keep", action="store_true", help=argparse.SUPPRESS)  # the folder is always kept now
     p.set_defaults(func=cmd_demo)
     return parser
 

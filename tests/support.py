@@ -5,32 +5,36 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_referee(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the ``referee`` command as a real process from the repository root."""
+def run_referee(*args: str, timeout: float = 120, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the ``referee`` command as a real process from the repository root; ``env``: extra
+    environment variables (e.g. its own TMPDIR)."""
     return subprocess.run(
         [sys.executable, "-m", "referee.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
 
 
-def run_arena(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the ``arena`` command as a real process (from the repository root by default)."""
+def run_arena(*args: str, timeout: float = 120, cwd: Path | None = None,
+              env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the ``arena`` command as a real process (from the repository root by default);
+    ``env``: extra environment variables."""
     return subprocess.run(
         [sys.executable, "-m", "arena.cli", *args],
         cwd=cwd or ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
 
 
