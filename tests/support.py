@@ -5,10 +5,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def fresh_temp_dir() -> Path:
+    """A new empty folder with a short path, to be one command's TMPDIR (the test then checks that
+    the command left it empty). Short: bots listen on unix sockets made under TMPDIR, and a socket
+    path has at most 107 bytes. Made under the session's temporary folder (tests/conftest.py)."""
+    return Path(tempfile.mkdtemp(prefix="t"))
 
 
 def run_referee(*args: str, timeout: float = 120, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:

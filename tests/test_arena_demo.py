@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import run_arena, table_rows
+from tests.support import fresh_temp_dir, run_arena, table_rows
 
 NEXT_STEPS = "the demo is kept in "
 
@@ -24,8 +24,7 @@ def test_arena_demo_runs_a_round_robin_of_the_sample_bots_and_keeps_it(tmp_path:
     bots answer legally and in time), and the standings list each bot once with its games. The
     folder (a new one under the temporary directory) is kept, and the commands printed at the end
     show the same standings and find nothing left to play; `--dir` on it resumes it."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    temp = fresh_temp_dir()
     done = run_arena("demo", "--games", "2", "--move-time", "300", timeout=300, env={"TMPDIR": str(temp)})
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
