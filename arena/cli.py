@@ -28,7 +28,7 @@ from referee.rules import RulesError
 from .compare_cli import add_compare_parser, add_gauntlet_parser
 from .config import ConfigError, TournamentConfig, load_config
 from .console import make_console
-from .describe import failure_where, games_csv, kind_name
+from .describe import failure_place, games_csv, kind_name
 from .executor import InProcessExecutor
 from .errors import UsageError
 from .runner import (
@@ -247,7 +247,7 @@ def cmd_games(args: argparse.Namespace) -> int:
         for f in (g.result or {}).get("failures", []):
             seat = int(f.get("seat", 0))
             what = "forfeit" if f.get("forfeit") else "random move played"
-            out.write(f"         {seats[seat]} (seat {seat}): {kind_name(f.get('kind', ''))} at {failure_where(f)}: "
+            out.write(f"         {seats[seat]} (seat {seat}): {kind_name(f.get('kind', ''))} {failure_place(f)}: "
                       f"{f.get('reason', '')} -> {what}\n")
     if not rows:
         out.write("no games\n")

@@ -29,6 +29,12 @@ def failure_where(failure: Mapping[str, Any]) -> str:
     return f"deal {int(failure.get('deal', 0)) + 1} play {play}" if play else "before the first play"
 
 
+def failure_place(failure: Mapping[str, Any]) -> str:
+    """``at deal 2 play 7`` or ``before the first play``, to follow a failure's kind in a sentence."""
+    where = failure_where(failure)
+    return f"at {where}" if int(failure.get("playNumber", 0)) else where
+
+
 def failures_of(result: Mapping[str, Any] | None, forfeits: bool) -> list[dict[str, Any]]:
     """The result's failures that forfeited the game (``forfeits``) or that a random move answered."""
     return [f for f in (result or {}).get("failures", []) if bool(f.get("forfeit")) == forfeits]

@@ -98,10 +98,10 @@ def _failures(wrapper: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 def failure_line(f: dict[str, Any], names: Sequence[str] | None = None) -> str:
     """One failure: who, what kind, where, why, and what it cost."""
-    where = f"deal {f['deal'] + 1} play {f['play']}" if f["play"] else "before the first play"
+    where = f"at deal {f['deal'] + 1} play {f['play']}" if f["play"] else "before the first play"
     received = f"; received {f['received']}" if f["received"] and f["received"] not in f["reason"] else ""
     cost = "forfeit" if f["forfeit"] else "random move played"
-    return f"{seat_label(f['seat'], names)}: {f['kind']} at {where}: {f['reason']}{received} -> {cost}"
+    return f"{seat_label(f['seat'], names)}: {f['kind']} {where}: {f['reason']}{received} -> {cost}"
 
 
 def _forfeit_result_line(wrapper: dict[str, Any], teams: bool, names: Sequence[str] | None) -> str:
