@@ -157,7 +157,8 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         console.print()
         standings = current_standings(store, tid)
         counts = store.counts(tid)
-        console.print(fitting_standings_table(console, standings, f"{config.name}: standings after {counts['done']} games"))
+        title = f"{config.name}: standings after {counts['done']} games"
+        console.print(fitting_standings_table(console, standings, title))
         console.print(head_to_head_table(standings))
         for line in failures:
             console.print(f"[red]referee failure[/red] {line}")

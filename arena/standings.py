@@ -160,7 +160,7 @@ def standings_table(standings: Standings, title: str = "", compact: bool = False
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("forfeits", overflow="fold")
     for row in standings.rows:
-        ratings = [f"{row.conservative:.2f}"] if compact else [f"{row.conservative:.2f}", f"{row.mu:.2f}", f"{row.sigma:.2f}"]
+        ratings = [f"{row.conservative:.2f}"] + ([] if compact else [f"{row.mu:.2f}", f"{row.sigma:.2f}"])
         table.add_row(
             str(row.rank), row.name, *ratings, str(row.games), str(row.wins), str(row.draws), str(row.losses),
             f"{row.points_per_game:.2f}", forfeits_text(row.forfeits),

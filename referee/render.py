@@ -87,7 +87,8 @@ def _failures(wrapper: dict[str, Any] | None) -> list[dict[str, Any]]:
     out = []
     for f in (wrapper or {}).get("failures") or []:
         try:
-            out.append({"seat": int(f.get("seat", 0)), "deal": int(f.get("deal", 0)), "play": int(f.get("playNumber", 0)),
+            out.append({"seat": int(f.get("seat", 0)), "deal": int(f.get("deal", 0)),
+                        "play": int(f.get("playNumber", 0)),
                         "kind": str(f.get("kind", "")).removeprefix("FAILURE_KIND_").lower(),
                         "reason": str(f.get("reason", "")), "received": str(f.get("received", "")),
                         "forfeit": bool(f.get("forfeit"))})

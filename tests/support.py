@@ -19,7 +19,8 @@ def fresh_temp_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="t"))
 
 
-def run_referee(*args: str, timeout: float = 120, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_referee(*args: str, timeout: float = 120,
+                env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the ``referee`` command as a real process from the repository root; ``env``: extra
     environment variables (e.g. its own TMPDIR)."""
     return subprocess.run(

@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -201,7 +202,8 @@ def test_run_warns_once_when_concurrency_exceeds_the_cores(built: Built) -> None
 
 
 @pytest.mark.parametrize("every_s, lines", [(0.0, [1, 2, 3, 4]), (1e9, [4])], ids=["every-game", "final-only"])
-def test_progress_in_a_pipe_is_timed_and_ends_with_the_last_game(tmp_path: Path, every_s: float, lines: list[int]) -> None:
+def test_progress_in_a_pipe_is_timed_and_ends_with_the_last_game(tmp_path: Path, every_s: float,
+                                                                 lines: list[int]) -> None:
     """Not on a terminal, `arena run` prints a progress line when ``pipe_every_s`` has passed since
     the last one, and always after the last game: an interval of 0 gives a line per game, a huge
     one only the last line (whatever the machine's speed). In-process, real bots and database."""
@@ -343,7 +345,8 @@ def test_bots_list_has_a_header_row(tmp_path: Path) -> None:
 # --- arena show ----------------------------------------------------------------------------------
 
 
-def exported_game(exported: tuple[subprocess.CompletedProcess[str], Path], number: int) -> tuple[dict, list[str]]:  # type: ignore[type-arg]
+def exported_game(exported: tuple[subprocess.CompletedProcess[str], Path],
+                  number: int) -> tuple[dict[str, Any], list[str]]:
     """Game ``number``'s record from the module's export, and its bots by seat (games.csv)."""
     done, out = exported
     assert done.returncode == 0, done.stderr
