@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
-import io
 import json
 import logging
 import signal
@@ -25,15 +23,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from referee.errors import EndpointError
 from referee.render import record_lines
+from referee.rules import RulesError
 
 from .compare_cli import add_compare_parser, add_gauntlet_parser
 from .config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from .console import make_console
+from .describe import failure_place, games_csv, kind_name
 from .executor import InProcessExecutor
 from .errors import UsageError, one_line, quoted, shown
 from .lease import Lease
-from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
-from .standings import head_to_head_table, standings_csv, standings_json, standings_table
+from .runner import (
+    GameDone, TournamentRunner, available_cores, current_standings, logs_dir_for, open_tournament,
+    oversubscription_warning,
+)
+from .standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
 from .storage import NoDatabaseError, Store, StorageError
 
 PROG = "arena"
@@ -67,6 +70,9 @@ def _open(config: TournamentConfig) -> tuple[Store, int]:
 # --- run ------------------------------------------------------------------------------------
 
 
+PIPE_PROGRESS_S = 5.0  # in a pipe or a log: a progress line at most this often (and one after the last game)
+
+
 def _progress() -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -74,9 +80,18 @@ def _progress() -> Progress:
     )
 
 
+def warn_if_oversubscribed(concurrency: int) -> None:
+    """One warning line on stderr, at the start of a run, when games outnumber the cores."""
+    warning = oversubscription_warning(concurrency, available_cores())
+    if warning:
+        sys.stderr.write(f"{PROG}: warning: {warning}\n")
+        sys.stderr.flush()
+
+
 async def run_tournament(config: TournamentConfig, console: Console, concurrency: int | None = None,
-                         refresh_s: float = 1.0, show_paths: bool = True) -> int:
-    """``arena run``: schedule (first time) or resume, play every pending game, print standings."""
+                         refresh_s: float = 1.0, show_paths: bool = True, pipe_every_s: float = PIPE_PROGRESS_S) -> int:
+    """``arena run``: schedule (first time) or resume, play every pending game, print standings.
+    Not on a terminal, progress is a line every ``pipe_every_s`` seconds and after the last game."""
     store = Store(config.database)
     lease: Lease | None = None
     try:
@@ -91,23 +106,24 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         progress = _progress()
         bar = progress.add_task(config.name, total=total, completed=settled, rate=0.0)
         started, played = time.monotonic(), 0
-        table_at = 0.0
-        live_table = standings_table(current_standings(store, tid), "standings")
+        table_at, line_at = 0.0, started
+        live_table = fitting_standings_table(console, current_standings(store, tid), "standings")
         failures: list[str] = []
 
         def on_game(done: GameDone) -> None:
-            nonlocal played, table_at, live_table
+            nonlocal played, table_at, line_at, live_table
             played += 1
-            rate = played / max(time.monotonic() - started, 1e-9)
+            now = time.monotonic()
+            rate = played / max(now - started, 1e-9)
             progress.update(bar, advance=1, rate=rate)
-            if not console.is_terminal and (played % max(1, total // 10) == 0 or settled + played == total):
+            if not console.is_terminal and (now - line_at >= pipe_every_s or settled + played == total):
+                line_at = now
                 console.print(f"{settled + played}/{total} games, {rate:.1f} games/s")
             if done.report is None:
                 failures.append(f"game {done.task.number}: {done.error}")
-            now = time.monotonic()
             if console.is_terminal and now - table_at >= refresh_s:  # standings cost a query: not every game
                 table_at = now
-                live_table = standings_table(current_standings(store, tid), "standings")
+                live_table = fitting_standings_table(console, current_standings(store, tid), "standings")
                 live.update(Group(progress, live_table))
 
         runner = TournamentRunner(store, tid, config, executor, concurrency, on_game)
@@ -129,6 +145,7 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         assert main_task is not None
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, interrupt)
+        warn_if_oversubscribed(runner.concurrency)
         console.print(f"tournament {config.name!r}: {len(config.bots)} bots, {total} games "
                       f"({settled} already played), {runner.concurrency} at once; database {store.url_for_people}",
                       soft_wrap=True)  # one line even in a log: paths are not cut
@@ -140,7 +157,7 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
                     except asyncio.CancelledError:
                         pass
                     live.update(Group(progress))
-            else:  # a log or a pipe: a plain line every tenth of the games instead of a live display
+            else:  # a log or a pipe: a plain line every few seconds instead of a live display
                 try:
                     await runner.run()
                 except asyncio.CancelledError:
@@ -152,7 +169,8 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         console.print()
         standings = current_standings(store, tid)
         counts = store.counts(tid)
-        console.print(standings_table(standings, f"{config.name}: standings after {counts['done']} games"))
+        title = f"{config.name}: standings after {counts['done']} games"
+        console.print(fitting_standings_table(console, standings, title))
         console.print(head_to_head_table(standings))
         for line in failures:
             console.print(f"[red]referee failure[/red] {line}")
@@ -197,7 +215,7 @@ def cmd_standings(args: argparse.Namespace) -> int:
         sys.stdout.write(standings_csv(standings))
     else:
         console = make_console()
-        console.print(standings_table(standings, f"{config.name}: standings"))
+        console.print(fitting_standings_table(console, standings, f"{config.name}: standings"))
         console.print(head_to_head_table(standings))
     return 0
 
@@ -232,6 +250,8 @@ def cmd_games(args: argparse.Namespace) -> int:
     finally:
         store.close()
     out = sys.stdout
+    if rows:
+        out.write(f"{'game':>5s}  {'set':8s} {'bots by seat':40s} {'status':8s} result\n")
     for g in rows:
         seats = [names[p] for p in g.seat_bots]
         line = f"{g.number:5d}  set {g.set_number:<4d} {' v '.join(seats):40s} {g.status:8s}"
@@ -242,11 +262,9 @@ def cmd_games(args: argparse.Namespace) -> int:
         out.write(line.rstrip() + "\n")
         for f in (g.result or {}).get("failures", []):
             seat = int(f.get("seat", 0))
-            kind = f.get("kind", "").removeprefix("FAILURE_KIND_").lower()
             what = "forfeit" if f.get("forfeit") else "random move played"
-            play = int(f.get("playNumber", 0))
-            where = f"deal {int(f.get('deal', 0)) + 1} play {play}" if play else "before the first play"
-            out.write(f"         {seats[seat]} (seat {seat}): {kind} at {where}: {f.get('reason', '')} -> {what}\n")
+            out.write(f"         {seats[seat]} (seat {seat}): {kind_name(f.get('kind', ''))} {failure_place(f)}: "
+                      f"{f.get('reason', '')} -> {what}\n")
     if not rows:
         out.write("no games\n")
     return 0
@@ -257,6 +275,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     store, tid = _open(config)
     try:
         row, record = store.game(tid, args.game)
+        names = {b.position: b.name for b in store.bots(tid)}
     except StorageError as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -264,7 +283,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     if record is None:
         sys.stdout.write(f"game {row.number} is {row.status}" + (f": {row.error}" if row.error else "") + "; no record yet\n")
         return 0
-    sys.stdout.write("\n".join(record_lines(record)) + "\n")
+    # the tournament's names, by the game row's seats: whatever names the bots gave themselves
+    seat_names = [names[p] for p in row.seat_bots]
+    try:
+        lines = record_lines(record, seat_names, full=args.full)
+    except RulesError as exc:
+        raise UsageError(f"game {row.number}: the stored record does not replay: {exc}") from None
+    sys.stdout.write("\n".join(lines) + "\n")
     timings = record.get("timings_us", [])
     if timings:
         per_seat: dict[int, list[int]] = {}
@@ -272,8 +297,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             per_seat.setdefault(seat, []).append(us)
         for seat, values in sorted(per_seat.items()):
             values.sort()
-            sys.stdout.write(f"seat {seat}: {len(values)} moves, median {values[len(values) // 2] / 1000:.2f} ms, "
-                             f"max {values[-1] / 1000:.2f} ms\n")
+            sys.stdout.write(f"seat {seat} {seat_names[seat]}: {len(values)} moves, median "
+                             f"{values[len(values) // 2] / 1000:.2f} ms, max {values[-1] / 1000:.2f} ms\n")
     return 0
 
 
@@ -291,15 +316,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         for number, record in store.records(tid):
             (out / "records" / f"game-{number:06d}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
             count += 1
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["number", "round", "set", "deck_seed", "status", "attempt", "seats", "scores", "ranks", "reason", "error"])
-        for g in store.games(tid):
-            r = g.result or {}
-            writer.writerow([g.number, g.round, g.set_number, g.deck_seed, g.status, g.attempt,
-                             " ".join(names[p] for p in g.seat_bots), " ".join(map(str, r.get("scores", []))),
-                             " ".join(map(str, r.get("ranks", []))), r.get("reason", ""), g.error or ""])
-        (out / "games.csv").write_text(buffer.getvalue(), encoding="utf-8")
+        (out / "games.csv").write_text(games_csv(store.games(tid), names), encoding="utf-8")
         standings = current_standings(store, tid)
         (out / "standings.json").write_text(standings_json(standings) + "\n", encoding="utf-8")
         (out / "standings.csv").write_text(standings_csv(standings), encoding="utf-8")
@@ -340,10 +357,12 @@ def cmd_bots(args: argparse.Namespace) -> int:
             sys.stdout.write(f"removed {args.name} (its games and ratings stay)\n")
         else:
             ratings = store.ratings(tid)
+            sys.stdout.write(f"{'bot':20s} {'state':8s} {'mu':>6s} {'sigma':>6s}  command or address\n")
             for b in store.bots(tid):
                 r = ratings.get(b.name)
                 state = "active" if b.active else "removed"
-                sys.stdout.write(f"{b.name:20s} {state:8s} mu {r.mu:6.2f} sigma {r.sigma:5.2f}  {b.spec}\n" if r else f"{b.name} {state}\n")
+                mu, sigma = (f"{r.mu:.2f}", f"{r.sigma:.2f}") if r else ("-", "-")
+                sys.stdout.write(f"{b.name:20s} {state:8s} {mu:>6s} {sigma:>6s}  {b.spec}\n")
     finally:
         store.close()
     return 0
@@ -357,6 +376,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.rounds is not None and args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, not {args.rounds}")
+    warn_if_oversubscribed(config.concurrency)
     return asyncio.run(serve_ladder(config, make_console(), max_rounds=args.rounds))
 
 
@@ -367,7 +387,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"--games must be a positive multiple of 2 (duplicate deals), not {args.games}")
     if args.move_time < 1:
         raise UsageError(f"--move-time must be at least 1 ms, not {args.move_time}")
-    return run_demo(games_per_pairing=args.games, move_time_ms=args.move_time, seed=args.seed, keep=args.keep)
+    return run_demo(games_per_pairing=args.games, move_time_ms=args.move_time, seed=args.seed,
+                    folder=Path(args.dir) if args.dir else None)
 
 
 # --- wiring ------------------------------------------------------------------------------------
@@ -397,6 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="print one game's record, move by move")
     p.add_argument("file")
     p.add_argument("game", type=int, help="the game number (see `arena games`)")
+    p.add_argument("--full", action="store_true", help="also every seat's hand and the table before each play")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="write every record and result to a folder")
@@ -419,11 +441,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_parser(sub)
     add_gauntlet_parser(sub)
 
-    p = sub.add_parser("demo", help="a quick tournament of the sample bots in a temporary folder")
+    p = sub.add_parser("demo", help="a quick tournament of the sample bots; its file and database are kept")
     p.add_argument("--games", type=int, default=4, help="games per pairing, a multiple of 2 (default 4)")
     p.add_argument("--move-time", type=int, default=200, help="ms per move (default 200)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder (database, logs)")
+    p.add_argument("--dir", metavar="DIR", help="the folder for the tournament file, database and bot logs "
+                   "(default: a new temporary folder); a folder holding the same demo resumes it")
+    p.add_argument("--keep", action="store_true", help=argparse.SUPPRESS)  # the folder is always kept now
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,8 @@ def _shared(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--move-time", type=int, default=1000, help="ms per move (default 1000)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    p.add_argument("--logs", metavar="DIR", help="keep the bots' logs here (default: a temporary folder, removed "
+                   "at the end)")
 
 
 def _bounds(args: argparse.Namespace) -> SprtBounds:
@@ -191,13 +195,36 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"alpha {bounds.alpha:g}, beta {bounds.beta:g}, at most {spec.max_units} games")
     console.print(f"compare: {args.candidate!r} against {args.baseline!r}; unit {args.unit} ({args.pairing} pairs), "
                   f"{args.players} players; {mode}", soft_wrap=True, highlight=False)
-    with tempfile.TemporaryDirectory(prefix="arena-compare-") as logs:
-        comparison = asyncio.run(_run(spec, console, Path(logs), every=10))
+    with _logs_folder(args.logs, "arena-compare-") as logs:
+        comparison = asyncio.run(_run(spec, console, logs, every=10))
     report = comparison.report()
     console.print(live_line(comparison), soft_wrap=True, highlight=False)
     _print_verdict(console, comparison, report)
+    _print_logs(console, args.logs, bool(report["failures"]))
     _write_json(args.json, report)
     return EXIT[comparison.status()]
+
+
+@contextlib.contextmanager
+def _logs_folder(kept: str | None, prefix: str) -> Iterator[Path]:
+    """``--logs DIR`` when given (made if missing), else a temporary folder removed afterwards."""
+    if kept:
+        try:
+            Path(kept).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create --logs folder {kept}: {exc.strerror}") from None
+        yield Path(kept)
+        return
+    with tempfile.TemporaryDirectory(prefix=prefix) as logs:
+        yield Path(logs)
+
+
+def _print_logs(console: Console, kept: str | None, failures: bool) -> None:
+    """Where the bots' logs are, or, when bots failed, how to keep them next time."""
+    if kept:
+        console.print(f"bot logs: {kept}", soft_wrap=True, highlight=False)
+    elif failures:
+        console.print("bot logs were not kept: run again with --logs DIR to read them", highlight=False)
 
 
 def _print_verdict(console: Console, comparison: Comparison, report: dict[str, Any]) -> None:
@@ -250,13 +277,13 @@ def cmd_gauntlet(args: argparse.Namespace) -> int:
     book = RatingBook()
     console.print(f"gauntlet: {args.candidate!r} against {', '.join(n for n, _ in opponents)}; "
                   f"{args.units} {args.unit} each in duplicate pairs", soft_wrap=True, highlight=False)
-    with tempfile.TemporaryDirectory(prefix="arena-gauntlet-") as logs:
+    with _logs_folder(args.logs, "arena-gauntlet-") as logs:
         for k, (name, spec_text) in enumerate(opponents):
             spec = CompareSpec(candidate=candidate, baseline=endpoint_bot(name, spec_text), unit=args.unit,
                                players=args.players, bounds=None, units=args.units, seed=args.seed + 7919 * k,
                                concurrency=args.concurrency, time_control=TimeControl(move_time_ms=args.move_time),
                                label=f"gauntlet-{k + 1}")
-            comparison = asyncio.run(_run(spec, console, Path(logs) / name))
+            comparison = asyncio.run(_run(spec, console, logs / name))
             report = comparison.report()
             if args.players == 2:
                 for pair in comparison.pairs:
@@ -279,6 +306,7 @@ def cmd_gauntlet(args: argparse.Namespace) -> int:
                       fmt.format(value) if value is not None else "-",
                       f"[{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci[0] is not None else "-")
     console.print(table)
+    _print_logs(console, args.logs, any(row["failures"] for row in rows))
     ratings = book.ratings()
     if ratings:
         console.print("TrueSkill after the run: " + ", ".join(

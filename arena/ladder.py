@@ -36,7 +36,7 @@ from .lease import Lease
 from .pairings import ScheduledGame, ladder_pairings, schedule, set_size
 from .ratings import default_rating
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
-from .standings import standings_table
+from .standings import fitting_standings_table
 from .storage import BotRow, Store
 
 log = logging.getLogger("arena.ladder")
@@ -232,7 +232,8 @@ class LadderServer:
         state = f", stopped with {left} left for the next start" if left else ""
         self.console.print(f"round {number}: {played} game{'s' * (played != 1)} played{state}; leader {leader.name} "
                            f"(μ−3σ {leader.conservative:.2f})")
-        self.console.print(standings_table(standings, f"{self.config.name}: standings after round {number}"))
+        title = f"{self.config.name}: standings after round {number}"
+        self.console.print(fitting_standings_table(self.console, standings, title))
 
     # --- the whole run ---------------------------------------------------------------------------
 

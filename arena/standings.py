@@ -10,10 +10,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from .ratings import Rating, default_rating
 from .results import FORFEIT_KINDS, GameOutcome
+
+
+UNBOUNDED_WIDTH = 10_000  # to measure a table's natural width (rich caps a measurement at the width given)
 
 
 @dataclass(frozen=True)
@@ -142,30 +147,44 @@ def forfeits_text(forfeits: Mapping[str, int]) -> str:
     return ", ".join(parts) if parts else "-"
 
 
-def standings_table(standings: Standings, title: str = "") -> Table:
-    """The standings as a rich table, one line per bot in standings order."""
+def standings_table(standings: Standings, title: str = "", compact: bool = False) -> Table:
+    """The standings as a rich table, one line per bot in standings order. ``compact`` (the live
+    view of ``arena run``) leaves out μ and σ and shortens headers so that it fits 80 columns.
+    On a narrow terminal numbers are never cut; long names and forfeits wrap instead."""
     table = Table(title=title or None)
-    table.add_column("#", justify="right")
-    table.add_column("bot")
-    for header in ("rating (μ−3σ)", "μ", "σ", "games", "W", "D", "L", "pts/game"):
-        table.add_column(header, justify="right")
-    table.add_column("forfeits")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("bot", overflow="fold")  # wrapped, never cut to "rando…": names must stay tellable apart
+    numbers = ("μ−3σ", "games", "W", "D", "L", "pts/game") if compact else (
+        "rating (μ−3σ)", "μ", "σ", "games", "W", "D", "L", "pts/game")
+    for header in numbers:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("forfeits", overflow="fold")
     for row in standings.rows:
+        ratings = [f"{row.conservative:.2f}"] + ([] if compact else [f"{row.mu:.2f}", f"{row.sigma:.2f}"])
         table.add_row(
-            str(row.rank), row.name, f"{row.conservative:.2f}", f"{row.mu:.2f}", f"{row.sigma:.2f}",
-            str(row.games), str(row.wins), str(row.draws), str(row.losses), f"{row.points_per_game:.2f}",
-            forfeits_text(row.forfeits),
+            str(row.rank), row.name, *ratings, str(row.games), str(row.wins), str(row.draws), str(row.losses),
+            f"{row.points_per_game:.2f}", forfeits_text(row.forfeits),
         )
     return table
+
+
+def fitting_standings_table(console: Console, standings: Standings, title: str = "") -> Table:
+    """The full table when it fits ``console``'s width, else the compact one (an 80-column
+    terminal): either way no figure is cut."""
+    table = standings_table(standings, title)
+    natural = Measurement.get(console, console.options.update_width(UNBOUNDED_WIDTH), table).maximum
+    if natural <= console.width:
+        return table
+    return standings_table(standings, title, compact=True)
 
 
 def head_to_head_table(standings: Standings) -> Table:
     """Head-to-head as a rich table: the row bot's "score/games" against the column bot."""
     h2h = standings.head_to_head
     table = Table(title="head to head")
-    table.add_column("bot")
+    table.add_column("bot", overflow="fold")
     for name in h2h.names:
-        table.add_column(name, justify="right")
+        table.add_column(name, justify="right", overflow="fold")
     for a in h2h.names:
         cells = [
             f"{h2h.score[a, b]:g}/{h2h.games[a, b]}" if a != b and h2h.games[a, b] else "-" for b in h2h.names

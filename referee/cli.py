@@ -153,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="conformance check of a bot: games against itself and a random bot")
     p.add_argument("--bot", action="append", required=True, metavar="CMD_OR_ADDR", help="the bot to check")
-    add_match_args(p, bots=False)
+    add_match_args(p, bots=False,
+                   logs_help="keep the bot logs here (default: not kept; a failing check prints their end)")
     p.set_defaults(func=cmd_check)
     for action in p._actions:
         if action.dest == "games":

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -19,13 +22,17 @@ from .rules import RuleOptions, parse_deck
 from .rules.errors import RulesError
 
 F = game_pb2.FailureKind
+LOG_TAIL_LINES = 15  # of a failing bot's log, printed by a check that does not keep the logs
+LOG_TAIL_BYTES = 64 * 1024  # read from the end of a log for that tail
+LOG_LINE_CHARS = 300  # a longer line of a log is cut when printed
 
 
 class UsageError(Exception):
     """A bad option: one line, exit status 2."""
 
 
-def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True) -> None:
+def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
+                   logs_help: str = "bot logs (default: a new temporary folder)") -> None:
     if bots:
         p.add_argument("--bot", action="append", required=True, metavar="CMD_OR_ADDR",
                        help="a bot per seat: host:port, unix:/path, or a command line the referee starts")
@@ -44,7 +51,7 @@ def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True) -> None:
     p.add_argument("--max-strikes", type=int, default=3, help="strikes before a forfeit with --policy random_move")
     p.add_argument("--no-rotate", action="store_true", help="keep seats fixed between games")
     p.add_argument("--records", metavar="DIR", help="write each game's JSON record here")
-    p.add_argument("--logs", metavar="DIR", help="bot logs (default: a new temporary folder)")
+    p.add_argument("--logs", metavar="DIR", help=logs_help)
     p.add_argument("-v", "--verbose", action="store_true", help="log every game and failure to stderr")
 
 
@@ -130,8 +137,24 @@ def cmd_match(args: argparse.Namespace) -> int:
     return 0
 
 
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    """The last ``lines`` lines of a bot's log, made safe to print: control characters escaped
+    (a bot's output must not drive the terminal), long lines cut, only the file's end read."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - LOG_TAIL_BYTES))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        return [f"(cannot read {path.name}: {exc.strerror})"]
+    tail = text.splitlines()[-lines:]
+    safe = ["".join(c if c.isprintable() else repr(c)[1:-1] for c in line) for line in tail]
+    return [line if len(line) <= LOG_LINE_CHARS else line[:LOG_LINE_CHARS] + " ..." for line in safe]
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    """Conformance check: games against itself and against the built-in random bot."""
+    """Conformance check: games against itself and against the built-in random bot. The bot logs
+    go to ``--logs DIR`` when given, else to a temporary folder removed at the end (a failing
+    check prints the last lines of the failing bot's logs first)."""
     random_bot = f"{sys.executable} -m referee.builtin_bot --seed {args.seed}"
     if len(args.bot) != 1:
         raise UsageError("check takes exactly one --bot")
@@ -139,23 +162,42 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError("check plays 2-player games")
     candidate = args.bot[0]
     _logging(args.verbose)
+    with contextlib.ExitStack() as cleanup:
+        if args.logs:
+            return _check(args, candidate, random_bot, Path(args.logs), kept=True)
+        logs = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="casino-check-"))
+        return _check(args, candidate, random_bot, Path(logs), kept=False)
+
+
+def _check(args: argparse.Namespace, candidate: str, random_bot: str, logs: Path, kept: bool) -> int:
     problems: list[str] = []
+    failing_logs: list[tuple[str, Path]] = []  # (which match, log) of the checked bot's failing processes
     print(f"checking {candidate}")
     for title, bots in (("against itself", [candidate, candidate]), ("against the built-in random bot", [candidate, random_bot])):
-        spec = spec_from_args(args, bots)
+        spec = dataclasses.replace(spec_from_args(args, bots), logs_dir=logs)
         report = asyncio.run(run_match(spec))
         checked = [0, 1] if bots[0] == bots[1] else [0]
         print(f"\n{len(report.games)} game(s) {title}:")
+        failing: set[int] = set()
         for game in report.games:
             print("  " + describe_game(game, report.bot_names, spec.options).replace("\n", "\n  "))
             for f in game.result.failures:
                 if game.seat_bots[f.seat] in checked:
                     problems.append(f"{F.Name(f.kind).removeprefix('FAILURE_KIND_').lower()}: {f.reason}")
+                    failing.add(game.seat_bots[f.seat])
+        failing_logs += [(title, report.logs_dir / f"bot{b}.log") for b in sorted(failing)]
         times = sorted(t for b in checked for t in move_times_ms(report, b))
         if times:
             print(f"  move time ms: p50 {percentile(times, 0.5):.2f}, p90 {percentile(times, 0.9):.2f}, "
                   f"p99 {percentile(times, 0.99):.2f}, max {times[-1]:.2f} over {len(times)} moves (limit {args.move_time})")
-        print(f"  bot logs: {report.logs_dir}")
+        if kept:
+            print(f"  bot logs: {report.logs_dir}")
+    if not kept:
+        print("\nbot logs: not kept (--logs DIR keeps them)" + (
+            "; the last lines of each failing process's log:" if failing_logs else ""))
+        for title, path in failing_logs:
+            print(f"  {path.name}, {title}:")
+            print("\n".join(f"    | {line}" for line in log_tail(path)) or "    (empty)")
     if problems:
         print(f"\nNOT CLEAN: {len(problems)} failure(s):")
         for kind, count in Counter(problems).most_common():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .rules import DealSheet, GameResult, GameState, cards_code, replay_record
@@ -9,11 +10,17 @@ from .rules import DealSheet, GameResult, GameState, cards_code, replay_record
 SHEET_COLUMNS = ("cards", "spades", "most_cards", "most_spades", "big_casino", "little_casino", "aces", "sweeps", "net_sweeps", "raw_points", "points")
 
 
-def side_name(state_or_players: GameState | int, side: int, teams: bool | None = None) -> str:
-    """``P0`` for a seat-side, ``P0+P2`` for a partnership."""
+def side_name(state_or_players: GameState | int, side: int, teams: bool | None = None,
+              names: Sequence[str] | None = None) -> str:
+    """``P0`` for a seat-side, ``P0+P2`` for a partnership; with ``names`` (by seat) who they
+    are too: ``P0 greedy``, ``P0+P2 greedy+random``."""
     if isinstance(state_or_players, GameState):
         teams = state_or_players.options.teams
-    return f"P{side}+P{side + 2}" if teams else f"P{side}"
+    seats = [side, side + 2] if teams else [side]
+    label = "+".join(f"P{s}" for s in seats)
+    if names is not None and all(s < len(names) and names[s] for s in seats):
+        label += " " + "+".join(names[s] for s in seats)
+    return label
 
 
 def describe_table(state: GameState) -> str:
@@ -44,10 +51,10 @@ def describe_sheet(sheet: DealSheet, teams: bool) -> list[str]:
     return lines
 
 
-def describe_result(result: GameResult, teams: bool) -> str:
-    """One line: who won, the scores and why."""
+def describe_result(result: GameResult, teams: bool, names: Sequence[str] | None = None) -> str:
+    """One line: who won (``names``: who sits at each seat), the scores and why."""
     scores = " ".join(f"{side_name(0, s, teams)}={v}" for s, v in enumerate(result.scores))
-    who = "draw" if result.winner is None else f"{side_name(0, result.winner, teams)} wins"
+    who = "draw" if result.winner is None else f"{side_name(0, result.winner, teams, names)} wins"
     return f"{who} ({result.reason.value}) after {result.deals} deal(s): {scores}"
 
 
@@ -68,28 +75,103 @@ def deal_header(state: GameState) -> str:
     return f"== deal {state.deal + 1}, dealer P{state.dealer}, table {cards_code(state.table_dealt)}; {hands}"
 
 
-def record_lines(record: dict[str, Any]) -> list[str]:
+def seat_label(seat: int, names: Sequence[str] | None = None) -> str:
+    """``P1 greedy``: a seat and who sits there (just ``P1`` when nobody is named)."""
+    name = names[seat] if names is not None and seat < len(names) else ""
+    return f"P{seat} {name}" if name else f"P{seat}"
+
+
+def _failures(wrapper: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The referee record's failures with the fields a viewer reads; malformed entries skipped
+    (the record comes from a file or a database: it is not trusted)."""
+    out = []
+    for f in (wrapper or {}).get("failures") or []:
+        try:
+            out.append({"seat": int(f.get("seat", 0)), "deal": int(f.get("deal", 0)),
+                        "play": int(f.get("playNumber", 0)),
+                        "kind": str(f.get("kind", "")).removeprefix("FAILURE_KIND_").lower(),
+                        "reason": str(f.get("reason", "")), "received": str(f.get("received", "")),
+                        "forfeit": bool(f.get("forfeit"))})
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return out
+
+
+def failure_line(f: dict[str, Any], names: Sequence[str] | None = None) -> str:
+    """One failure: who, what kind, where, why, and what it cost."""
+    where = f"at deal {f['deal'] + 1} play {f['play']}" if f["play"] else "before the first play"
+    received = f"; received {f['received']}" if f["received"] and f["received"] not in f["reason"] else ""
+    cost = "forfeit" if f["forfeit"] else "random move played"
+    return f"{seat_label(f['seat'], names)}: {f['kind']} {where}: {f['reason']}{received} -> {cost}"
+
+
+def _forfeit_result_line(wrapper: dict[str, Any], teams: bool, names: Sequence[str] | None) -> str:
+    """Who won a game that ended with a forfeit, with the scores it stopped at."""
+    result = wrapper.get("result") or {}
+    try:
+        winner = int(result.get("winnerSide", -1))
+        scores = [int(v) for v in result.get("scores", [])]
+        deals = int(result.get("deals", 0))
+    except (AttributeError, TypeError, ValueError):
+        return "ended early (the record's result is malformed)"
+    who = f"{side_name(0, winner, teams, names)} wins" if winner >= 0 else "no winner"
+    shown = " ".join(f"{side_name(0, s, teams)}={v}" for s, v in enumerate(scores))
+    return f"ended early: {result.get('reason', 'forfeit')}; {who} after {deals} deal(s): {shown}"
+
+
+def _position_lines(state: GameState) -> list[str]:
+    """Every seat's hand and the table, as ``record_lines`` shows them before a play."""
+    hands = " / ".join(f"P{s}: {cards_code(h) or '-'}" for s, h in enumerate(state.hands))
+    return [f"        hands {hands}", f"        table {describe_table(state)}"]
+
+
+def record_lines(record: dict[str, Any], names: Sequence[str] | None = None, full: bool = False) -> list[str]:
     """A game record (the engine's, or the referee's wrapping it) re-checked against the engine
-    and rendered play by play; replay errors propagate (the record is not trusted)."""
+    and rendered play by play, each play with the seat (and ``names``: who sits there, by seat;
+    default the record's own names) that made it; ``full``: every hand and the table before each
+    play. A game that ended early shows who failed, why and where, and who won. Replay errors
+    propagate (the record is not trusted)."""
     wrapper = record if isinstance(record, dict) and "engine" in record else None
     engine_record = wrapper["engine"] if wrapper is not None else record
-    final = replay_record(engine_record)
+    if names is None and wrapper is not None:
+        try:
+            seats = sorted(wrapper.get("seats") or [], key=lambda s: int(s.get("seat", 0)))
+            names = [str(s.get("name", "")) for s in seats]
+        except (AttributeError, TypeError, ValueError):
+            names = None  # malformed seats: plays are shown by seat alone
+    before: list[GameState] = []  # the state before each play, in play order
+    final = replay_record(engine_record, on_play=lambda state, text: before.append(state))
     teams = final.options.teams
+    failures = _failures(wrapper)
+    substituted = {(f["deal"], f["play"]): f for f in failures if not f["forfeit"]}
     lines = []
     if wrapper is not None:
-        seats = ", ".join(f"P{s['seat']} {s['name']}" for s in wrapper.get("seats", []))
-        lines.append(f"game {wrapper.get('game_id')} [{seats}]")
+        players = final.options.players
+        lines.append(f"game {wrapper.get('game_id')} [{', '.join(seat_label(s, names) for s in range(players))}]")
+    states = iter(before)
     for k, deal in enumerate(engine_record["deals"]):
-        lines.append(f"== deal {k + 1}, dealer P{deal['dealer']}")
-        lines += [f"  {i + 1:2d}. {text}" for i, text in enumerate(deal["moves"])]
+        lines.append(f"== deal {k + 1}, dealer P{deal.get('dealer')}")
+        for i, text in enumerate(deal["moves"]):
+            state = next(states)
+            if full:
+                lines += _position_lines(state)
+            line = f"  {i + 1:2d}. {seat_label(state.to_move, names)}: {text}"
+            if (f := substituted.get((k, i + 1))) is not None:
+                line += f"  [random move: {f['kind']}]"
+            lines.append(line)
+        for f in failures:
+            if f["forfeit"] and f["deal"] == k:
+                play = f"  {f['play']:2d}." if f["play"] else "     "
+                if full and f["play"] and k == final.deal:
+                    lines += _position_lines(final)  # what the seat held when it failed to play
+                lines.append(f"{play} {seat_label(f['seat'], names)}: forfeits ({f['kind']})")
         if k < len(final.sheets):
             lines += ["  " + line for line in describe_sheet(final.sheets[k], teams)]
+    lines += [failure_line(f, names) for f in failures]
     if final.result:
-        lines.append(describe_result(final.result, teams))
+        lines.append(describe_result(final.result, teams, names))
     elif wrapper is not None:
-        result = wrapper.get("result", {})
-        lines.append(f"ended early: {result.get('reason')}; "
-                     + "; ".join(f.get("reason", "") for f in wrapper.get("failures", [])))
+        lines.append(_forfeit_result_line(wrapper, teams, names))
     else:
         lines.append("unfinished game")
     return lines

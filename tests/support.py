@@ -5,32 +5,45 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_referee(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the ``referee`` command as a real process from the repository root."""
+def fresh_temp_dir() -> Path:
+    """A new empty folder with a short path, to be one command's TMPDIR (the test then checks that
+    the command left it empty). Short: bots listen on unix sockets made under TMPDIR, and a socket
+    path has at most 107 bytes. Made under the session's temporary folder (tests/conftest.py)."""
+    return Path(tempfile.mkdtemp(prefix="t"))
+
+
+def run_referee(*args: str, timeout: float = 120,
+                env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the ``referee`` command as a real process from the repository root; ``env``: extra
+    environment variables (e.g. its own TMPDIR)."""
     return subprocess.run(
         [sys.executable, "-m", "referee.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
 
 
-def run_arena(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the ``arena`` command as a real process (from the repository root by default)."""
+def run_arena(*args: str, timeout: float = 120, cwd: Path | None = None,
+              env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the ``arena`` command as a real process (from the repository root by default);
+    ``env``: extra environment variables."""
     return subprocess.run(
         [sys.executable, "-m", "arena.cli", *args],
         cwd=cwd or ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
 
 

@@ -4,6 +4,7 @@ played once per module, and every usage problem as exit status 2 with one ``aren
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -19,9 +20,13 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rich.console import Console
 
+from arena.cli import run_tournament
+from arena.config import load_config
 from tests.conftest import bot_processes, python_bot_command
 from tests.support import ROOT, run_arena, table_rows
 
@@ -38,8 +43,15 @@ CSV_HEADER = ["rank", "name", "mu", "sigma", "conservative", "games", "wins", "d
 START_LINE = re.compile(r"^tournament '(?P<name>[^']+)': (?P<bots>\d+) bots, (?P<games>\d+) games "
                         r"\((?P<played>\d+) already played\), (?P<at_once>\d+) at once; database sqlite:///\S+$")
 PROGRESS_LINE = re.compile(r"^(\d+)/(\d+) games, [\d.]+ games/s$")
-MOVE_LINE = re.compile(r"^\s+(\d+)\. (\S.*)$")
-SEAT_LINE = re.compile(r"^seat (\d): (\d+) moves, median [\d.]+ ms, max [\d.]+ ms$")
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+OVERSUBSCRIBED = "arena: warning: concurrency "
+OLD_GAMES_COLUMNS = ["number", "round", "set", "deck_seed", "status", "attempt", "seats", "scores", "ranks", "reason",
+                     "error"]
+NEW_GAMES_COLUMNS = ["winner", "forfeited_by", "forfeit_kind", "forfeit_reason", "forfeit_at", "random_moves"]
+MOVE_LINE = re.compile(r"^\s+(\d+)\. P(\d) (\S+): (\S.*)$")
+SEAT_LINE = re.compile(r"^seat (\d) (\S+): (\d+) moves, median [\d.]+ ms, max [\d.]+ ms$")
+HANDS_LINE = re.compile(r"^ {8}hands (P0: .*)$")
+TABLE_LINE = re.compile(r"^ {8}table loose: .*$")
 
 
 def sample_bot(script: str) -> str:
@@ -153,14 +165,15 @@ def split_tables(out: str) -> tuple[list[list[str]], list[list[str]]]:
 def test_run_prints_start_line_progress_and_both_tables(built: Built) -> None:
     done = built.first
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert done.stderr == ""
+    assert done.stderr == "" or (CORES < 2 and done.stderr.startswith(OVERSUBSCRIBED)), done.stderr
     lines = done.stdout.splitlines()
     start = START_LINE.match(lines[0])
     assert start, lines[0]
     assert start.group("name", "bots", "games", "played", "at_once") == (NAME, str(BOTS), str(GAMES), "0", "2")
-    progress = [m.groups() for m in map(PROGRESS_LINE.match, lines) if m]
-    # 6 games: a line after each (every tenth of the games, at least every game), counted in order
-    assert progress == [(str(n), str(GAMES)) for n in range(1, GAMES + 1)]
+    progress = [(int(m[1]), int(m[2])) for m in map(PROGRESS_LINE.match, lines) if m]
+    # in a pipe: a line every PIPE_PROGRESS_S (as many as the machine's speed gives), then the last game's
+    assert progress and progress[-1] == (GAMES, GAMES), progress
+    assert [n for n, _ in progress] == sorted({n for n, _ in progress}) and {t for _, t in progress} == {GAMES}
     assert f"{NAME}: standings after {GAMES} games" in done.stdout
     standings, h2h = split_tables(done.stdout)
     assert sorted(r[1] for r in standings) == ["greedy", "random-1", "random-2"]
@@ -176,6 +189,36 @@ def test_run_prints_start_line_progress_and_both_tables(built: Built) -> None:
             assert (cell == "-") if i == j else re.fullmatch(r"[\d.]+/2", cell), (row, cell)
     assert lines[-1].startswith("database: sqlite:///") and "bot logs: " in lines[-1]
     assert built.left_running == [], "bot processes left running after `arena run`"
+
+
+def test_run_warns_once_when_concurrency_exceeds_the_cores(built: Built) -> None:
+    """More games at once than cores: one warning line on stderr at the start of the run (here a
+    finished tournament, so nothing plays); as many as the cores: no warning."""
+    over = arena("run", str(built.file), "--concurrency", str(CORES + 1))
+    assert over.returncode == 0, over.stderr
+    (line,) = over.stderr.splitlines()
+    assert line.startswith(f"arena: warning: concurrency {CORES + 1} is more than the {CORES} CPU core(s) here: ")
+    assert "may lose games on time" in line, line
+    assert START_LINE.match(over.stdout.splitlines()[0]), over.stdout[:300]
+    fits = arena("run", str(built.file), "--concurrency", str(CORES))
+    assert (fits.returncode, fits.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("every_s, lines", [(0.0, [1, 2, 3, 4]), (1e9, [4])], ids=["every-game", "final-only"])
+def test_progress_in_a_pipe_is_timed_and_ends_with_the_last_game(tmp_path: Path, every_s: float,
+                                                                 lines: list[int]) -> None:
+    """Not on a terminal, `arena run` prints a progress line when ``pipe_every_s`` has passed since
+    the last one, and always after the last game: an interval of 0 gives a line per game, a huge
+    one only the last line (whatever the machine's speed). In-process, real bots and database."""
+    path = tmp_path / "pipe.toml"
+    path.write_text(tournament_text("pipe", two_bots("greedy", "other")).replace(
+        "games_per_pairing = 2", "games_per_pairing = 4"), encoding="utf-8")
+    out = io.StringIO()
+    status = asyncio.run(run_tournament(load_config(path), Console(file=out, width=120), pipe_every_s=every_s))
+    assert status == 0, out.getvalue()[-2000:]
+    progress = [m.groups() for m in map(PROGRESS_LINE.match, out.getvalue().splitlines()) if m]
+    assert progress == [(str(n), "4") for n in lines]
+    assert wait_no_bots(("sample_bots/python/",)) == []
 
 
 def test_run_again_plays_nothing_and_prints_the_same_standings(built: Built) -> None:
@@ -231,10 +274,15 @@ def test_standings_formats_agree(built: Built, standings_json: str) -> None:
 # --- arena games ---------------------------------------------------------------------------------
 
 
+GAMES_HEADER = re.compile(r"^ game  set\s+bots by seat\s+status\s+result$")
+
+
 def games_lines(done: subprocess.CompletedProcess[str]) -> list[list[str]]:
-    """The words of each line `arena games` printed (checked to succeed)."""
+    """The words of each line `arena games` printed after its header row (checked to succeed)."""
     assert done.returncode == 0, done.stderr
-    return [line.split() for line in done.stdout.splitlines()]
+    header, *lines = done.stdout.splitlines()
+    assert GAMES_HEADER.match(header), header
+    return [line.split() for line in lines]
 
 
 def test_games_lists_every_game_and_filters_by_bot(built: Built) -> None:
@@ -263,7 +311,8 @@ def test_games_failed_on_a_clean_tournament_says_no_games(built: Built) -> None:
 def test_games_failed_lists_forfeits_with_kind_and_reason(failing: Path) -> None:
     done = arena("games", str(failing), "--failed")
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    header, *lines = done.stdout.splitlines()
+    assert GAMES_HEADER.match(header), header
     games = [line for line in lines if not line.startswith(" " * 9)]
     failures = [line.strip() for line in lines if line.startswith(" " * 9)]
     assert [g.split()[0] for g in games] == ["1", "2"]  # both games: the illegal bot plays in each
@@ -280,27 +329,102 @@ def test_games_failed_lists_forfeits_with_kind_and_reason(failing: Path) -> None
     assert {r["name"]: r["forfeits"]["illegal"] for r in rows} == {"greedy": 0, "illegal": 2}
 
 
+def test_bots_list_has_a_header_row(tmp_path: Path) -> None:
+    """`arena bots list`: a header, then each bot with its state, rating and command (a removed
+    bot stays, marked removed). Listing starts no bot and plays nothing."""
+    path = tmp_path / "pool.toml"
+    path.write_text(tournament_text("pool", two_bots("greedy", "other")), encoding="utf-8")
+    assert arena("bots", "remove", "other", "-f", str(path)).returncode == 0
+    done = arena("bots", "list", "-f", str(path))
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == ["bot", "state", "mu", "sigma", "command", "or", "address"]
+    assert [row.split()[:4] for row in rows] == [["greedy", "active", "25.00", "8.33"],
+                                                 ["other", "removed", "25.00", "8.33"]]
+    assert all(row.endswith(sample_bot("greedy_bot.py")) for row in rows)
+    assert header.index("mu") + len("mu") == rows[0].index("25.00") + len("25.00"), "figures under their header"
+
+
 # --- arena show ----------------------------------------------------------------------------------
+
+
+def exported_game(exported: tuple[subprocess.CompletedProcess[str], Path],
+                  number: int) -> tuple[dict[str, Any], list[str]]:
+    """Game ``number``'s record from the module's export, and its bots by seat (games.csv)."""
+    done, out = exported
+    assert done.returncode == 0, done.stderr
+    record = json.loads((out / "records" / f"game-{number:06d}.json").read_text(encoding="utf-8"))
+    with (out / "games.csv").open(encoding="utf-8", newline="") as f:
+        (row,) = [g for g in csv.DictReader(f) if g["number"] == str(number)]
+    return record, row["seats"].split()
 
 
 def test_show_prints_the_game_move_by_move_with_timings(
         built: Built, exported: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """Every play with the seat and the tournament's name of the bot that made it (not the name
+    the bot calls itself), then the result and each seat's move times."""
     done = arena("show", str(built.file), "2")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith(f"game {NAME}-g2 [P0 ")
+    record, seats = exported_game(exported, 2)
+    assert lines[0] == f"game {NAME}-g2 [P0 {seats[0]}, P1 {seats[1]}]"
+    assert {s["name"] for s in record["seats"]}.isdisjoint(seats), "the bots call themselves otherwise"
     # the moves shown are the stored record's, deal by deal
-    done_export, out = exported
-    assert done_export.returncode == 0, done_export.stderr
-    record = json.loads((out / "records" / "game-000002.json").read_text(encoding="utf-8"))
     deals = record["engine"]["deals"]
     assert len([line for line in lines if line.startswith("== deal ")]) == len(deals)
-    shown = [m.group(2) for m in map(MOVE_LINE.match, lines) if m]
-    assert shown == [move for deal in deals for move in deal["moves"]]
-    assert re.search(r"(P\d wins|draw) \(\w+\) after \d+ deal\(s\)", done.stdout)
+    shown = [m.groups() for m in map(MOVE_LINE.match, lines) if m]
+    assert [move for _, _, _, move in shown] == [move for deal in deals for move in deal["moves"]]
+    # who made each play: the seat the referee timed for it, and the bot in that seat
+    assert [int(seat) for _, seat, _, _ in shown] == [seat for seat, _ in record["timings_us"]]
+    assert all(name == seats[int(seat)] for _, seat, name, _ in shown)
+    winner = re.search(r"^(?:P(\d) (\S+) wins|draw) \(\w+\) after \d+ deal\(s\)", done.stdout, re.MULTILINE)
+    assert winner, done.stdout[-500:]
+    if winner.group(1) is not None:
+        assert winner.group(2) == seats[int(winner.group(1))]
+        assert record["result"]["winnerSide"] == int(winner.group(1))
     seat_lines = [m.groups() for m in map(SEAT_LINE.match, lines) if m]
-    assert [s for s, _ in seat_lines] == ["0", "1"]
-    assert sum(int(n) for _, n in seat_lines) == len(shown)
+    assert [(s, name) for s, name, _ in seat_lines] == [("0", seats[0]), ("1", seats[1])]
+    assert sum(int(n) for _, _, n in seat_lines) == len(shown)
+
+
+def test_show_full_gives_every_hand_and_the_table_before_each_play(
+        built: Built, exported: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """``--full``: before every play, each seat's hand and the table; the card played is in the
+    mover's hand just before it."""
+    done = arena("show", str(built.file), "3", "--full")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    record, _ = exported_game(exported, 3)
+    plays = [i for i, line in enumerate(lines) if MOVE_LINE.match(line)]
+    assert len(plays) == sum(len(d["moves"]) for d in record["engine"]["deals"]) > 0
+    hands_before = []
+    for i in plays:
+        hands, table = HANDS_LINE.match(lines[i - 2]), TABLE_LINE.match(lines[i - 1])
+        assert hands and table, lines[i - 2:i + 1]
+        held = dict(part.split(": ") for part in hands.group(1).split(" / "))
+        assert list(held) == ["P0", "P1"]
+        move = MOVE_LINE.match(lines[i])
+        assert move is not None
+        card = move.group(4).split()[0]
+        assert card in held[f"P{move.group(2)}"].split(), (lines[i - 2], lines[i])
+        hands_before.append(held)
+    first = [h.split() for h in hands_before[0].values()]
+    assert [len(h) for h in first] == [4, 4] and not set(first[0]) & set(first[1])
+    assert "hands" not in arena("show", str(built.file), "3").stdout, "only with --full"
+
+
+def test_show_of_a_forfeit_says_who_forfeited_why_where_and_who_won(failing: Path) -> None:
+    done = arena("show", str(failing), "1")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "game failing-g1 [P0 illegal, P1 greedy]"
+    plays = [m.groups() for m in map(MOVE_LINE.match, lines) if m]
+    assert plays[-1][1:] == ("0", "illegal", "forfeits (illegal_move)")  # the play it did not make
+    assert [seat for _, seat, _, _ in plays] == ["0", "1"] * (len(plays) // 2) + ["0"] * (len(plays) % 2)
+    (why,) = [line for line in lines if line.endswith("-> forfeit")]
+    assert re.fullmatch(rf"P0 illegal: illegal_move at deal 1 play {len(plays)}: \S+ .*\(rules? [\d, ]+\).* -> forfeit",
+                        why), why
+    assert "ended early: forfeit; P1 greedy wins after 1 deal(s): P0=0 P1=0" in lines
 
 
 def test_show_unknown_game_is_a_usage_error(built: Built) -> None:
@@ -322,8 +446,14 @@ def test_export_writes_records_games_standings_and_rating_history(
         record = json.loads((out / "records" / f"game-{n:06d}.json").read_text(encoding="utf-8"))
         assert record["game_id"] == f"{NAME}-g{n}" and record["game_number"] == n
     with (out / "games.csv").open(encoding="utf-8", newline="") as f:
+        header = next(csv.reader(f))
+    assert header == OLD_GAMES_COLUMNS + NEW_GAMES_COLUMNS  # the original columns first, where they were
+    with (out / "games.csv").open(encoding="utf-8", newline="") as f:
         games = list(csv.DictReader(f))
     assert [int(g["number"]) for g in games] == list(range(1, GAMES + 1))
+    for g in games:  # nobody forfeits here: the forfeit columns are empty; a winner is one of the seats
+        assert [g[c] for c in NEW_GAMES_COLUMNS[1:]] == ["", "", "", "", "0"], g
+        assert g["winner"] in g["seats"].split() if g["winner"] else len(set(g["ranks"].split())) == 1, g
     # attempt 1 everywhere: the second `arena run` replayed nothing
     assert all(g["status"] == "done" and g["attempt"] == "1" and g["error"] == "" for g in games)
     assert all(len(g["seats"].split()) == 2 and len(g["scores"].split()) == 2 for g in games)
@@ -463,6 +593,25 @@ def test_reading_commands_do_not_need_the_bots_programs(built: Built, tmp_path: 
     refused = arena("run", str(path))  # running still checks them: one line per bot
     assert refused.returncode == 2 and len(refused.stderr.splitlines()) == BOTS, refused.stderr
     assert all("/no/such/python does not exist" in line for line in refused.stderr.splitlines())
+
+
+def test_export_says_who_forfeited_why_and_who_won(failing: Path, tmp_path: Path) -> None:
+    """A forfeit's row in games.csv names the bot that forfeited (its tournament name), the
+    failure's kind, the referee's reason and where it happened, and the winner."""
+    done = arena("export", str(failing), str(tmp_path / "export"))
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "export" / "games.csv").open(encoding="utf-8", newline="") as f:
+        games = list(csv.DictReader(f))
+    assert len(games) == 2
+    for g in games:
+        record = json.loads((tmp_path / "export" / "records" / f"game-{int(g['number']):06d}.json").read_text())
+        (failure,) = record["failures"]
+        assert (g["reason"], g["error"]) == ("forfeit", "")  # the original columns, unchanged
+        assert (g["forfeited_by"], g["forfeit_kind"], g["winner"], g["random_moves"]) == (
+            "illegal", "illegal_move", "greedy", "0"), g
+        assert g["forfeit_reason"] == failure["reason"] and "(rule" in g["forfeit_reason"], g
+        assert g["forfeit_at"] == f"deal {failure['deal'] + 1} play {failure['playNumber']}", g
+        assert g["seats"].split()[failure["seat"]] == "illegal"
 
 
 # --- usage errors ----------------------------------------------------------------------------------

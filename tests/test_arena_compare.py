@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.support import ROOT, run_arena
+from tests.support import ROOT, fresh_temp_dir, run_arena
 
 PY = sys.executable
 RANDOM = f"{PY} {ROOT / 'sample_bots/python/random_bot.py'}"
@@ -61,13 +61,22 @@ def test_a_bot_against_itself_does_not_accept_h1(tmp_path: Path) -> None:
 def test_duplicate_pairs_cancel_the_deal_for_a_deterministic_bot(tmp_path: Path) -> None:
     """The greedy bot (deterministic) against itself plays the same deal both ways round, so every
     pair's margin is exactly 0: the duplicate pairing removes all of the deal's luck. With
-    independent decks the pairs differ. Fixed length: exit 0 and estimates only."""
+    independent decks the pairs differ. Fixed length: exit 0 and estimates only. The bots' logs
+    are kept in --logs DIR (first run) or nowhere (second): the temporary directory stays empty."""
     margins = {}
     for pairing in ("duplicate", "independent"):
-        path = tmp_path / f"{pairing}.json"
+        path, temp, logs = tmp_path / f"{pairing}.json", fresh_temp_dir(), tmp_path / f"logs-{pairing}"
+        keep = ["--logs", str(logs)] if pairing == "duplicate" else []
         done = run_arena("compare", "--candidate", GREEDY, "--baseline", GREEDY, "--units", "20", "--pairing", pairing,
-                         "--move-time", ROOMY_MS, "--json", str(path), timeout=240)
+                         "--move-time", ROOMY_MS, "--json", str(path), *keep, timeout=240, env={"TMPDIR": str(temp)})
         assert done.returncode == 0, done.stdout + done.stderr
+        assert list(temp.iterdir()) == [], "nothing left in the temporary directory"
+        if keep:
+            assert f"bot logs: {logs}" in done.stdout
+            assert {p.name.rsplit("-", 1)[0] for p in logs.iterdir()} == {"candidate", "baseline"}
+            assert all(p.read_text(encoding="utf-8").startswith("--- starting ") for p in logs.iterdir())
+        else:
+            assert not logs.exists() and "bot logs: " not in done.stdout
         report = json.loads(path.read_text())
         assert (report["mode"], report["status"], report["games"]) == ("fixed", "done", 20)
         margins[pairing] = report["statistics"]["variance"]
@@ -112,10 +121,12 @@ def test_sprt_estimate_and_usage_errors() -> None:
 
 def test_gauntlet_reports_each_opponent_and_trueskill(tmp_path: Path) -> None:
     """The candidate against two reference bots: a row per opponent plus overall, and TrueSkill."""
-    path = tmp_path / "gauntlet.json"
+    path, temp = tmp_path / "gauntlet.json", fresh_temp_dir()
     done = run_arena("gauntlet", "--candidate", GREEDY, "--opponent", f"random={RANDOM}", "--opponent",
-                     f"greedy={GREEDY}", "--units", "10", "--move-time", ROOMY_MS, "--json", str(path), timeout=240)
+                     f"greedy={GREEDY}", "--units", "10", "--move-time", ROOMY_MS, "--json", str(path), timeout=240,
+                     env={"TMPDIR": str(temp)})
     assert done.returncode == 0, done.stdout + done.stderr
+    assert list(temp.iterdir()) == [], "no logs or sockets left behind without --logs"
     report = json.loads(path.read_text())
     assert [row["opponent"] for row in report["opponents"]] == ["random", "greedy"]
     by_name = {row["opponent"]: row for row in report["opponents"]}

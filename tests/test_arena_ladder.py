@@ -36,6 +36,8 @@ SAMPLE_BOTS = ROOT / "sample_bots" / "python"
 WAIT_S = 120.0  # bound of every wait for a round or a process: generous for a loaded 2-core machine
 TIME = {"move_ms": 2000, "startup_ms": 20000}  # a move time no sample bot can miss on a loaded machine
 T = TypeVar("T")
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+OVERSUBSCRIBED = "arena: warning: concurrency "
 
 
 def bot_command(script: str) -> str:
@@ -112,6 +114,8 @@ class Ladder:
         text = out.read_text(encoding="utf-8")
         err = out.with_suffix(".err").read_text(encoding="utf-8")
         assert status == 0, f"exit status {status}\n{text[-3000:]}\n{err[-3000:]}"
+        if self.config.concurrency > CORES:  # a machine with fewer cores than the file's concurrency is warned
+            err = err.removeprefix(err.splitlines(keepends=True)[0]) if err.startswith(OVERSUBSCRIBED) else err
         assert err == "", err
         return text
 
@@ -393,6 +397,18 @@ def test_cron_ladder_plays_its_first_round_at_start(make_ladder: Callable[..., L
     assert re.search(r"^round 1: 2 games played; leader ", text, flags=re.M), text
     games = assert_played_once(ladder)
     assert [g.round for g in games] == [1, 1]
+    assert_no_processes_left(ladder.marker)
+
+
+def test_serve_warns_once_when_concurrency_exceeds_the_cores(make_ladder: Callable[..., Ladder]) -> None:
+    """A ladder whose concurrency is above the cores: one warning line on stderr when `arena serve`
+    starts; the ladder still runs."""
+    ladder = make_ladder([GREEDY, RANDOM_A], {"interval": "1h", "pairings_per_bot": 1}, concurrency=CORES + 1)
+    proc, out = ladder.start_serve("--rounds", "1")
+    assert proc.wait(timeout=WAIT_S) == 0, out.with_suffix(".err").read_text(encoding="utf-8")
+    (line,) = out.with_suffix(".err").read_text(encoding="utf-8").splitlines()
+    assert line.startswith(f"{OVERSUBSCRIBED}{CORES + 1} is more than the {CORES} CPU core(s) here: "), line
+    assert re.search(r"^round 1: 2 games played; leader ", out.read_text(encoding="utf-8"), flags=re.M)
     assert_no_processes_left(ladder.marker)
 
 

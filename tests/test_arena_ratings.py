@@ -14,7 +14,8 @@ from rich.console import Console
 from arena.ratings import Rating, RatingBook, default_rating, make_env
 from arena.results import FORFEIT_KINDS, GameOutcome
 from arena.standings import (
-    Standings, compute_standings, head_to_head_table, seat_result, standings_csv, standings_json, standings_table,
+    Standings, compute_standings, fitting_standings_table, forfeits_text, head_to_head_table, seat_result,
+    standings_csv, standings_json, standings_table,
 )
 
 
@@ -306,3 +307,53 @@ def test_rich_tables_render_names_and_figures() -> None:
     assert cells["a"] == ["-", "2/4", "-"]
     assert cells["b"] == ["2/4", "-", "-"]
     assert cells["c"] == ["-", "-", "-"]
+
+
+def table_cells(text: str, folded: int = 1) -> list[list[str]]:
+    """The body rows of a rendered rich table, each cell's lines joined: as they were folded (cut
+    anywhere) in column ``folded``, as words wrapped (at spaces) in the others."""
+    rows: list[list[list[str]]] = []
+    for line in text.splitlines():
+        if not line.startswith("│"):
+            continue
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        if cells[0]:  # the rank is on a row's first line only
+            rows.append([[c] for c in cells])
+        else:
+            for parts, c in zip(rows[-1], cells):
+                parts.append(c)
+    return [[("" if i == folded else " ").join(p for p in parts if p) for i, parts in enumerate(row)] for row in rows]
+
+
+def test_live_standings_fit_80_columns_and_cut_nothing() -> None:
+    """Six bots with long, look-alike names, three-digit counts and every kind of forfeit: on an
+    80-column terminal no line is longer, no cell is cut short ("…"), every name and figure is
+    there whole (names and forfeits may wrap); a wide terminal gets the full table."""
+    names = ["lookahead-v2-experimental", "greedy", "random-1", "random-2", "node-sample-bot", "a-bot"]
+    outcomes = []
+    for n in range(1, 401):
+        loser = ["random-1", "random-2", "a-bot", "node-sample-bot"][n % 4]
+        winner = ["lookahead-v2-experimental", "greedy"][n % 2]
+        forfeit = ((1, FORFEIT_KINDS[n // 4 % 4]),) if loser == "random-1" else ()
+        outcomes.append(GameOutcome(n, (winner, loser), (0, 1), (1, 2), (21, 7), 0, forfeit))
+    standings = compute_standings(names, outcomes, {name: Rating(20 + i, 1 + i / 10) for i, name in enumerate(names)})
+    narrow = Console(record=True, width=80)
+    table = fitting_standings_table(narrow, standings, "spring-cup: standings after 400 games")
+    narrow.print(table)
+    text = narrow.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    rows = table_cells(text)
+    assert [row[1] for row in rows] == [r.name for r in standings.rows]
+    for row, expected in zip(rows, standings.rows):
+        assert row[0] == str(expected.rank)
+        assert row[2] == f"{expected.conservative:.2f}"
+        assert row[3:8] == [str(expected.games), str(expected.wins), str(expected.draws), str(expected.losses),
+                            f"{expected.points_per_game:.2f}"]
+        assert row[8] == forfeits_text(expected.forfeits)
+    by_name = {row[1]: row for row in rows}
+    assert by_name["random-1"][8] == "25 timeout, 25 illegal, 25 crash, 25 startup"  # wrapped, all there
+
+    wide = Console(record=True, width=160)
+    wide.print(fitting_standings_table(wide, standings, "spring-cup"))
+    assert "rating (μ−3σ)" in wide.export_text()  # μ and σ too where they fit

@@ -429,8 +429,8 @@ def test_bots_that_fail_at_startup_or_crash_forfeit_only_their_games(tmp_path: P
     game_lines = [m for line in lines if (m := re.match(r"\s*(\d+)\s+set\s", line))]
     assert [int(m.group(1)) for m in game_lines] == [g.number for g in games], failed.stdout
     reasons = [line.strip() for line in lines if not re.match(r"\s*\d+\s+set\s", line)]
-    assert sum(r.startswith("no-start") and "startup" in r and "exited with status 3" in r and "forfeit" in r
-               for r in reasons) == 4, failed.stdout
+    assert sum(r.startswith("no-start") and "startup before the first play: " in r and "exited with status 3" in r
+               and "forfeit" in r for r in reasons) == 4, failed.stdout
     assert sum(r.startswith("crasher") and "crash" in r and "exited with status 3" in r and "forfeit" in r
                for r in reasons) == 2, failed.stdout
 

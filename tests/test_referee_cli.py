@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_no_bot_processes, builtin_bot_command, python_bot_command
-from tests.support import run_referee
+from tests.support import fresh_temp_dir, run_referee
 
 GAME_LINE = re.compile(
     r"^game (?P<number>\d+) \[P0 (?P<p0>\S+), P1 (?P<p1>\S+)\]: (?P<who>\S+ wins|draw) "
@@ -119,8 +119,9 @@ def test_match_bad_options_exit_2(args: list[str], message: str) -> None:
     assert_no_bot_processes()
 
 
-def test_check_a_clean_bot() -> None:
-    done = run_referee("check", "--bot", python_bot_command("normal"))
+def test_check_a_clean_bot_keeps_its_logs_only_in_the_logs_folder(tmp_path: Path) -> None:
+    temp, logs = fresh_temp_dir(), tmp_path / "logs"
+    done = run_referee("check", "--bot", python_bot_command("normal"), "--logs", str(logs), env={"TMPDIR": str(temp)})
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     out = done.stdout
     assert out.startswith(f"checking {python_bot_command('normal')}\n")
@@ -130,13 +131,30 @@ def test_check_a_clean_bot() -> None:
     assert len(re.findall(times, out, re.MULTILINE)) == 2
     assert out.rstrip().endswith("clean: every answer was a legal move in time")
     assert "NOT CLEAN" not in out and "->" not in out
+    # --logs: each match's logs in a folder of its own there, named in the output; nothing in TMPDIR
+    shown = re.findall(rf"^  bot logs: ({re.escape(str(logs))}/[0-9a-f]{{12}})$", out, re.MULTILINE)
+    assert sorted(shown) == sorted(str(p) for p in logs.iterdir()) and len(shown) == 2
+    assert all(sorted(p.name for p in Path(folder).iterdir()) == ["bot0.log", "bot1.log"] for folder in shown)
+    assert list(temp.iterdir()) == []
     assert_no_bot_processes()
 
 
 def test_check_a_bot_that_plays_illegal_moves() -> None:
-    done = run_referee("check", "--bot", python_bot_command("illegal"))
+    """A failing check without --logs: the failures explained, the end of the failing bot's logs
+    printed, and nothing left in the temporary directory."""
+    temp = fresh_temp_dir()
+    done = run_referee("check", "--bot", python_bot_command("illegal"), env={"TMPDIR": str(temp)})
     assert done.returncode == 1, (done.stdout[-2000:], done.stderr[-2000:])
+    assert list(temp.iterdir()) == [], "the check's folders are removed"
     out = done.stdout
+    # where the logs were: not kept, but the end of each failing process's log is shown
+    tails = out[out.index("bot logs: not kept (--logs DIR keeps them); the last lines"):out.index("NOT CLEAN")]
+    headings = re.findall(r"^  (bot\d\.log), (against .*):$", tails, re.MULTILINE)
+    assert headings == [("bot0.log", "against itself"), ("bot1.log", "against itself"),
+                        ("bot0.log", "against the built-in random bot")], tails
+    logged = re.findall(r"^    \| (.*)$", tails, re.MULTILINE)
+    assert sum(line.startswith("--- starting ") and "scripted_bot.py illegal" in line for line in logged) >= 3
+    assert "  bot logs: " not in out
     # every game forfeited by the bot under test (against itself: one of its two copies)
     failure = r"^      P\d scripted-illegal: illegal_move at deal 1 play \d+: (.*) -> forfeit$"
     failures = re.findall(failure, out, re.MULTILINE)
@@ -147,4 +165,33 @@ def test_check_a_bot_that_plays_illegal_moves() -> None:
     assert all(re.match(r"^  \d+ x illegal_move: \S+ .*\(rules? [\d, ]+\)$", line) for line in summary[1:]), summary
     assert sum(int(line.split(" x ")[0]) for line in summary[1:]) == 4
     assert "clean: every answer" not in out
+    assert_no_bot_processes()
+
+
+def test_replay_shows_who_played_each_move_and_every_failure(tmp_path: Path) -> None:
+    """``referee replay`` of a match record: each play with its seat and bot, the random moves the
+    referee played for a failing bot marked where they were played, every failure with its kind,
+    place and reason, and who won the forfeit."""
+    done = run_referee("match", "--bot", python_bot_command("illegal", after=1), "--bot", builtin_bot_command(1),
+                       "--policy", "random_move", "--max-strikes", "2", "--no-rotate",
+                       "--records", str(tmp_path / "records"), "--logs", str(tmp_path / "logs"))
+    assert done.returncode == 0, done.stderr
+    (path,) = (tmp_path / "records").iterdir()
+    replay = run_referee("replay", str(path))
+    assert replay.returncode == 0, replay.stderr
+    lines = replay.stdout.splitlines()
+    assert lines[0].endswith("[P0 scripted-illegal, P1 builtin-random]"), lines[0]
+    plays = [line.strip() for line in lines if re.match(r"^\s+\d+\. P\d ", line)]
+    # the bot fails every turn: random moves for it at plays 1 and 3, the third failure forfeits
+    assert [p.split(":")[0] for p in plays] == ["1. P0 scripted-illegal", "2. P1 builtin-random",
+                                                "3. P0 scripted-illegal", "4. P1 builtin-random",
+                                                "5. P0 scripted-illegal"], plays
+    assert [p.endswith("[random move: illegal_move]") for p in plays] == [True, False, True, False, False]
+    assert plays[4] == "5. P0 scripted-illegal: forfeits (illegal_move)"
+    failures = [line for line in lines if line.startswith("P0 scripted-illegal: illegal_move at deal 1 play ")]
+    assert [line.split(" -> ")[1] for line in failures] == ["random move played", "random move played", "forfeit"]
+    assert [line.split(" play ")[1].split(":")[0] for line in failures] == ["1", "3", "5"]
+    assert all(re.search(r"\(rules? [\d, ]+\)", line) for line in failures), failures
+    assert "ended early: forfeit; P1 builtin-random wins after 1 deal(s): P0=0 P1=0" in lines
+    assert lines[-1].startswith("record checked")
     assert_no_bot_processes()

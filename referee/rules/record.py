@@ -15,6 +15,7 @@ Format (version 1)::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .cards import cards_code, parse_deck
@@ -53,10 +54,12 @@ def game_record(state: GameState) -> dict[str, Any]:
     }
 
 
-def replay_record(record: dict[str, Any]) -> GameState:
+def replay_record(record: dict[str, Any], on_play: Callable[[GameState, str], None] | None = None) -> GameState:
     """Replay a record move by move and check every deck, sheet and the result against it.
 
-    Returns the final state; raises InvalidRecordError naming the first disagreement.
+    ``on_play(state, move_text)``, when given, sees the state before each play (a viewer uses it
+    to show who played and what they held). Returns the final state; raises InvalidRecordError
+    naming the first disagreement.
     """
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
         raise InvalidRecordError(f"not a {RECORD_FORMAT} record")
@@ -80,6 +83,8 @@ def replay_record(record: dict[str, Any]) -> GameState:
             for i, text in enumerate(deal["moves"]):
                 if state.deal != k or state.result is not None:
                     raise InvalidRecordError(f"deal {k + 1}, play {i + 1}: the deal is already over")
+                if on_play is not None:
+                    on_play(state, text)
                 try:
                     state = apply(state, parse_move(text))
                 except RulesError as exc:

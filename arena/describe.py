@@ -1,0 +1,70 @@
+"""Stored games in words for people and spreadsheets: who sat where, who won, who forfeited
+and why. Pure functions over a game's stored result (casino.v1.GameResult as JSON) and the
+tournament's bot names, shared by ``arena games``, ``arena show`` and ``arena export``."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .storage import GameRow
+
+# games.csv: the first eleven columns are the original ones (kept in place for old readers); the
+# forfeit and winner columns were added after them. docs/tournaments.md describes every column.
+GAMES_CSV_COLUMNS = ("number", "round", "set", "deck_seed", "status", "attempt", "seats", "scores", "ranks", "reason",
+                     "error", "winner", "forfeited_by", "forfeit_kind", "forfeit_reason", "forfeit_at", "random_moves")
+MANY = " | "  # between the entries of a cell when several seats forfeited one game (e.g. both at startup)
+
+
+def kind_name(kind: Any) -> str:
+    """``FAILURE_KIND_ILLEGAL_MOVE`` (as stored) -> ``illegal_move``."""
+    return str(kind).removeprefix("FAILURE_KIND_").lower()
+
+
+def failure_where(failure: Mapping[str, Any]) -> str:
+    """Where a failure happened: ``deal 2 play 7``, or ``before the first play`` (e.g. at startup)."""
+    play = int(failure.get("playNumber", 0))
+    return f"deal {int(failure.get('deal', 0)) + 1} play {play}" if play else "before the first play"
+
+
+def failure_place(failure: Mapping[str, Any]) -> str:
+    """``at deal 2 play 7`` or ``before the first play``, to follow a failure's kind in a sentence."""
+    where = failure_where(failure)
+    return f"at {where}" if int(failure.get("playNumber", 0)) else where
+
+
+def failures_of(result: Mapping[str, Any] | None, forfeits: bool) -> list[dict[str, Any]]:
+    """The result's failures that forfeited the game (``forfeits``) or that a random move answered."""
+    return [f for f in (result or {}).get("failures", []) if bool(f.get("forfeit")) == forfeits]
+
+
+def winners(result: Mapping[str, Any] | None, seat_names: Sequence[str]) -> list[str]:
+    """The bots of the winning side in seat order; none for a draw (or no result)."""
+    if not result or int(result.get("winnerSide", -1)) < 0:
+        return []
+    ranks = result.get("ranks", [])
+    return [name for name, rank in zip(seat_names, ranks) if int(rank) == 1]
+
+
+def games_csv(games: Iterable[GameRow], names: Mapping[int, str]) -> str:
+    """games.csv: a header, then one line per game (bots by their tournament names)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(GAMES_CSV_COLUMNS)
+    for g in games:
+        r = g.result or {}
+        seats = [names[p] for p in g.seat_bots]
+        forfeits = failures_of(r, forfeits=True)
+        writer.writerow([
+            g.number, g.round, g.set_number, g.deck_seed, g.status, g.attempt, " ".join(seats),
+            " ".join(map(str, r.get("scores", []))), " ".join(map(str, r.get("ranks", []))), r.get("reason", ""),
+            g.error or "", "+".join(winners(r, seats)),
+            MANY.join(seats[int(f.get("seat", 0))] for f in forfeits),
+            MANY.join(kind_name(f.get("kind", "")) for f in forfeits),
+            MANY.join(str(f.get("reason", "")) for f in forfeits),
+            MANY.join(failure_where(f) for f in forfeits),
+            len(failures_of(r, forfeits=False)) if g.result else "",
+        ])
+    return out.getvalue()
