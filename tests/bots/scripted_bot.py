@@ -15,6 +15,7 @@ Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its 
   garbage       answers with unparsable notation
   huge          answers with a 50 MB notation string
   exit-between  plays game 1 well, then exits when game 1 ends
+  close-between plays well, but ends its stream (status OK) after every game; stays up for the next
   flood         sends 100 extra moves on the turn
   wrong-turn    answers with another turn id
 """
@@ -32,7 +33,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from casino.v1 import bot_pb2, bot_pb2_grpc
 
 MODES = ("normal", "never-listen", "no-hello", "crash", "hang", "late", "illegal", "bad-index", "garbage",
-         "huge", "exit-between", "flood", "wrong-turn")
+         "huge", "exit-between", "close-between", "flood", "wrong-turn")
 
 
 class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
@@ -59,6 +60,8 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                 self.events_seen = 0
                 if self.mode == "exit-between":
                     os._exit(0)
+                if self.mode == "close-between":
+                    return
             elif kind == "turn":
                 self.turns += 1
                 turn = request.turn
