@@ -12,7 +12,6 @@ import asyncio
 import logging
 import signal
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -75,7 +74,7 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
 
     async def RunMatch(  # noqa: N802 - the gRPC method name
         self, request: referee_pb2.RunMatchRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[referee_pb2.RunMatchResponse]:
+    ) -> None:
         try:
             spec = self._spec(request)
         except (EndpointError, RulesError, ValueError) as exc:
@@ -84,16 +83,20 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
         events: asyncio.Queue[referee_pb2.RunMatchResponse | None] = asyncio.Queue()
         task = asyncio.create_task(run_match(spec, events.put_nowait))
         task.add_done_callback(lambda _: events.put_nowait(None))
+        over = False  # the match ended and its outcome was taken here
         try:
             while (event := await events.get()) is not None:
-                yield event
+                if not await _send(context, event):
+                    return  # the client went away: the finally stops the match and its bots
+            over = True
             task.result()  # re-raise a runner error
-        except asyncio.CancelledError:
-            task.cancel()  # the client went away: stop the match and its bots
-            raise
         except Exception as exc:  # the referee's own failure, reported, never a hang
             log.exception("match failed")
             await context.abort(grpc.StatusCode.INTERNAL, f"match failed: {exc}")
+        finally:
+            if not over:  # cancelled, or the client went away (a failed write)
+                task.cancel()
+                task.add_done_callback(_log_unheard_error)
 
     async def GetGameRecord(  # noqa: N802
         self, request: referee_pb2.GetGameRecordRequest, context: grpc.aio.ServicerContext
@@ -105,6 +108,24 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
         if not path.is_file():
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no record for game {game_id!r}")
         return referee_pb2.GetGameRecordResponse(record_json=path.read_text(encoding="utf-8"))
+
+
+async def _send(context: grpc.aio.ServicerContext, event: referee_pb2.RunMatchResponse) -> bool:
+    """Write one reply; False when that failed: the call has ended (the client cancelled or went
+    away while the reply waited for the network)."""
+    try:
+        await context.write(event)
+    except Exception as exc:  # gRPC's own error type (ExecuteBatchError), not a public one
+        log.info("the client of a match went away (%s: %s); stopping the match", type(exc).__name__, exc)
+        return False
+    return True
+
+
+def _log_unheard_error(task: asyncio.Task[object]) -> None:
+    """A match stopped after its client left has nobody to report an error to: log it in one line
+    (and retrieve it, so asyncio does not print "Task exception was never retrieved")."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.warning("a match whose client went away failed: %s: %s", type(exc).__name__, exc)
 
 
 async def start_server(listen: str, records_dir: Path, allow_commands: bool = False) -> tuple[grpc.aio.Server, int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from referee.endpoints import BotEndpoint
 from referee.match import GameReport, MatchReport, MatchSpec, run_match
 from referee.rules import RuleOptions, apply, legal_moves, new_game, parse_deck
 from referee.server import start_server
+from tests.support import start_referee
 from tests.conftest import (
     ROOMY_TIME,
     ROOT,
@@ -322,6 +324,53 @@ def test_cancelled_run_match_stops_its_bots(tmp_path: Path) -> None:
     assert seen == ["match_started", "game_started"]
     assert running == 2, "both bots were running when the client cancelled"
     assert left == [], f"bot processes left running after the cancelled match: {left}"
+
+
+def test_a_client_that_cancels_while_replies_wait_stops_the_match_quietly(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    # A real `referee serve`. The client reads one reply and then nothing (a 1 KiB receive window),
+    # so the server's replies wait for the network while games pile up; then it cancels. The match
+    # used to go on in the background with its bots (the cancel reached gRPC's write, never the
+    # match), and an error it met later was "Task exception was never retrieved" on stderr.
+    folder = tmp_path_factory.mktemp("serve")  # short: unix socket paths are limited to 107 bytes
+    socket, records = folder / "referee.sock", folder / "records"
+    request = referee_pb2.RunMatchRequest(
+        bots=[builtin_bot_command(1), builtin_bot_command(2)], options=game_pb2.RuleOptions(players=2),
+        games=5000, time_control=ROOMY_TIME.to_pb())
+    slow_client = [("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)]
+
+    def games_recorded() -> int:
+        return len(list(records.glob("*.json")))
+
+    async def client() -> tuple[int, list[tuple[int, str]]]:
+        async with grpc.aio.insecure_channel(f"unix:{socket}", options=slow_client) as channel:
+            async with asyncio.timeout(60):
+                await channel.channel_ready()
+                call = referee_pb2_grpc.RefereeServiceStub(channel).RunMatch(request)
+                assert (await call.read()).HasField("match_started")
+                while games_recorded() < 3:  # far more replies than the window holds
+                    await asyncio.sleep(0.05)
+                running = len(bot_processes())
+                call.cancel()
+            for _ in range(400):  # up to 20 s
+                if not bot_processes():
+                    break
+                await asyncio.sleep(0.05)
+            return running, bot_processes()
+
+    with open(folder / "stderr.txt", "w+") as stderr:
+        server = start_referee("serve", "--allow-commands", "--listen", f"unix:{socket}", "--records", str(records),
+                               stderr=stderr)
+        try:
+            running, left = asyncio.run(client())
+        finally:
+            server.send_signal(signal.SIGTERM)
+            status = server.wait(timeout=30)
+        stderr.seek(0)
+        errors = stderr.read()
+    assert running == 2, "both bots were playing when the client cancelled"
+    assert left == [], f"the match went on after its client cancelled: {left}"
+    assert status == 0 and errors == "", errors
 
 
 def test_health_and_reflection(tmp_path: Path) -> None:
