@@ -31,6 +31,7 @@ from .clock import GameClock, TimeControl
 from .connection import BotConnection, StreamFailure, preview
 from .convert import PROTOCOL_VERSION, move_from_pb, options_to_pb, public_play_field, turn_request_bytes
 from .endpoints import CHANNEL_OPTIONS, BotEndpoint, BotProcess, wait_healthy
+from .names import clean_name, clean_version
 from .outcome import forfeit_result, normal_result
 from .rules import GameState, Move, RuleOptions, apply, game_record, legal_moves, new_game, parse_move
 from .rules.errors import RulesError
@@ -163,12 +164,14 @@ class MatchReport:
 class BotSlot:
     """One bot of the match: its endpoint, process, channel and stream."""
 
-    def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path, label: str = "") -> None:
+    def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path, label: str = "",
+                 name: str = "") -> None:
         self.index = index
         self.endpoint = endpoint
         self.label = label or f"bot{index}"  # names its log file and sockets
-        self.name = self.label
-        self.version = ""
+        self.given_name = name  # what the caller (a tournament) calls the bot; shown instead of its own
+        self.hello_name = ""  # the bot's own name, from its Hello, cleaned (referee/names.py)
+        self.version = ""  # from its Hello, cleaned
         self.play_events = False  # the bot asked for a PlayMade after every play
         self.log_path = logs_dir / f"{self.label}.log"
         self._socket_dir = socket_dir
@@ -179,6 +182,11 @@ class BotSlot:
         self.failed_starts = 0
         self.startup_failure: StreamFailure | None = None
         self.needs_restart = False  # set after a timeout: restart before the next game (its state is unknown)
+
+    @property
+    def name(self) -> str:
+        """The bot's name in output and records: the caller's, else its own, else its label."""
+        return self.given_name or self.hello_name or self.label
 
     @property
     def ready(self) -> bool:
@@ -218,9 +226,11 @@ class BotSlot:
             return await self._startup_failed(f"handshake failed: {hello.reason}", hello.received)
         major = hello.protocol_version.split(".")[0] if hello.protocol_version else PROTOCOL_VERSION
         if major != PROTOCOL_VERSION:
-            return await self._startup_failed(f"speaks protocol {hello.protocol_version!r}, the referee speaks {PROTOCOL_VERSION}")
-        self.name = hello.name or self.name
-        self.version = hello.version
+            return await self._startup_failed(
+                f"speaks protocol {clean_version(hello.protocol_version)!r}, the referee speaks {PROTOCOL_VERSION}")
+        # bot-chosen text is cleaned before any log line, event or record holds it
+        self.hello_name = clean_name(hello.name)
+        self.version = clean_version(hello.version)
         self.play_events = hello.play_events
         self.failed_starts = 0
         log.info("bot %s ready: %s %s at %s", self.label, self.name, self.version, address)
@@ -427,8 +437,8 @@ async def play_game(
         "game_id": game_id,
         "match_id": match_id,
         "game_number": number,
-        "seats": [{"seat": s, "bot": seat_bots[s], "name": seats[s].name, "version": seats[s].version,
-                   "endpoint": seats[s].endpoint.spec} for s in range(n)],
+        "seats": [{"seat": s, "bot": seat_bots[s], "name": seats[s].name, "hello_name": seats[s].hello_name,
+                   "version": seats[s].version, "endpoint": seats[s].endpoint.spec} for s in range(n)],
         "time_control": json_format.MessageToDict(control.to_pb(), always_print_fields_with_no_presence=True),
         "failure_policy": spec.policy.value,
         "max_strikes": spec.max_strikes,

@@ -463,6 +463,36 @@ def test_bots_that_end_their_stream_between_games_are_reconnected_not_replayed(
         assert g.result is not None and g.result["failures"] == [], f"game {g.number}: {g.result}"
 
 
+def test_records_and_show_name_bots_as_the_tournament_does(tmp_path: Path) -> None:
+    # "mallory" says Hello with escapes, newlines and 200 kB as its name: the tournament's name is
+    # the one recorded and shown; the bot's own, cleaned and capped, is kept as hello_name
+    bots = [{"name": "greedy", "command": sample_bot_command("greedy_bot.py")},
+            {"name": "mallory", "command": python_bot_command("rude-hello")}]
+    path = write_tournament(tmp_path / "names.toml", {"name": "names", "players": 2, "games_per_pairing": 2,
+                                                     "concurrency": 1, "seed": 5}, bots, TIME)
+    done = run_arena("run", str(path), timeout=PLAY_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+    own = "mallory P1 builtin-random: crash at deal 1 play 1: FORFEITS MMM…"
+    store = Store(load_config(path).database)
+    try:
+        tid = store.tournament_id("names")
+        assert tid is not None
+        records = dict(store.records(tid))
+    finally:
+        store.close()
+    assert sorted(records) == [1, 2]
+    for number, record in records.items():
+        names = ["greedy", "mallory"] if number == 1 else ["mallory", "greedy"]
+        assert [s["name"] for s in record["seats"]] == names, number
+        assert [s["hello_name"] for s in record["seats"]] == [own if n == "mallory" else "greedy-bot" for n in names]
+        assert "M" * 65 not in json.dumps(record)
+    shown = run_arena("show", str(path), "1")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "game names-g1 [P0 greedy, P1 mallory]", shown.stdout
+    outputs = done.stdout + done.stderr + shown.stdout + shown.stderr
+    assert "\x1b" not in outputs and "FORFEITS" not in outputs, outputs
+
+
 # --- schema -------------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ exits 1 explaining each failure for a misbehaving one. No bot process outlives t
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -94,6 +95,27 @@ def test_match_with_an_unreachable_address_forfeits_at_startup(running_builtin_b
     assert (rows["bot0"]["l"], rows["bot0"]["f"]) == ("1", "1")
     assert (rows["builtin-random"]["w"], rows["builtin-random"]["f"]) == ("1", "0")
     assert_no_bot_processes(exclude={pid})
+
+
+def test_a_bot_cannot_paint_or_flood_the_output_with_its_hello(tmp_path: Path) -> None:
+    # its Hello name has colour escapes, a newline before a fake failure line, a terminal-title
+    # sequence, a bidi override and 200 kB; its version clears the screen and is 200 kB too
+    done = run_referee("match", "--bot", python_bot_command("rude-hello"), "--bot", builtin_bot_command(1),
+                       "--records", str(tmp_path / "records"))
+    assert done.returncode == 0, done.stderr
+    shown = "mallory P1 builtin-random: crash at deal 1 play 1: FORFEITS MMM…"  # 64 characters
+    version = "6.6.6 " + "v" * 57 + "…"
+    assert "\x1b" not in done.stdout + done.stderr and "\r" not in done.stdout and "\u202e" not in done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"game 1 [P0 {shown}, P1 builtin-random]: "), lines[0]
+    assert not any(line.lstrip().startswith("P1 builtin-random: crash") for line in lines), "a line of the bot's"
+    assert len(done.stdout) < 2000, "the name is capped"
+    (path,) = (tmp_path / "records").glob("*.json")
+    text = path.read_text(encoding="utf-8")
+    assert "M" * 65 not in text and "v" * 65 not in text and "\\u001b" not in text
+    seat = json.loads(text)["seats"][0]
+    assert (seat["name"], seat["hello_name"], seat["version"]) == (shown, shown, version)
+    assert_no_bot_processes()
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,8 @@ Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its 
   exit-between  plays game 1 well, then exits when game 1 ends
   close-between plays well, but ends its stream (status OK) after every game; stays up for the next
   flood         sends 100 extra moves on the turn
+  rude-hello    plays well, but its Hello name and version hold terminal escapes, newlines (a fake
+                failure line) and 200 kB of padding (RUDE_NAME, RUDE_VERSION)
   wrong-turn    answers with another turn id
 """
 
@@ -33,7 +35,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from casino.v1 import bot_pb2, bot_pb2_grpc
 
 MODES = ("normal", "never-listen", "no-hello", "crash", "hang", "late", "illegal", "bad-index", "garbage",
-         "huge", "exit-between", "close-between", "flood", "wrong-turn")
+         "huge", "exit-between", "close-between", "flood", "wrong-turn", "rude-hello")
+RUDE_NAME = ("\x1b[1;31mmallory\x1b[0m\n    P1 builtin-random: crash at deal 1 play 1: FORFEITS\r\n\x1b]0;owned\x07"
+             + "\u202e" + "M" * 200_000)
+RUDE_VERSION = "6.6.6\x1b[2J\x1b[H\n" + "v" * 200_000
 
 
 class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
@@ -50,6 +55,8 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
             if kind == "handshake":
                 if self.mode == "no-hello":
                     yield bot_pb2.PlayResponse(move=bot_pb2.MoveChoice(turn_id=0, index=0))
+                elif self.mode == "rude-hello":
+                    yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=RUDE_NAME, version=RUDE_VERSION, protocol_version="1"))
                 else:
                     yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=f"scripted-{self.mode}", version="1", protocol_version="1",
                                                                    play_events=self.play_events))
