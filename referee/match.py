@@ -43,6 +43,8 @@ F = game_pb2.FailureKind
 RECORD_FORMAT = "royal-casino-game"
 RECORD_VERSION = 1
 STARTUP_ATTEMPTS = 3  # consecutive failed starts after which a bot is given up for the match
+MAX_GAMES = 1_000_000  # games in one match (the Handshake says how many, as a uint32)
+MAX_SEED = 2**64 - 1  # game seeds travel as uint64 (GameStarted.seed)
 
 
 class FailurePolicy(enum.Enum):
@@ -72,8 +74,10 @@ class MatchSpec:
     def __post_init__(self) -> None:
         if len(self.bots) != self.options.players:
             raise ValueError(f"{self.options.players} players need {self.options.players} bots, got {len(self.bots)}")
-        if self.games < 1:
-            raise ValueError(f"games must be at least 1, not {self.games}")
+        if not 1 <= self.games <= MAX_GAMES:
+            raise ValueError(f"games must be 1 to {MAX_GAMES}, not {self.games}")
+        if not 0 <= self.seed <= MAX_SEED - (self.games - 1):  # every game's seed, seed + k - 1, must fit
+            raise ValueError(f"seed must be 0 to {MAX_SEED - (self.games - 1)} for {self.games} game(s), not {self.seed}")
         if self.max_strikes < 0:
             raise ValueError(f"max_strikes must be 0 or more, not {self.max_strikes}")
 
