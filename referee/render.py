@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .names import clean_name, clean_text
 from .rules import DealSheet, GameResult, GameState, cards_code, replay_record
+from .rules.errors import InvalidRecordError
 
+MAX_ID_CHARS = 80  # of a game id or seat number shown from a record
+MAX_LINE_CHARS = 2000  # of the "ended early" line of a record's failures
 SHEET_COLUMNS = ("cards", "spades", "most_cards", "most_spades", "big_casino", "little_casino", "aces", "sweeps", "net_sweeps", "raw_points", "points")
 
 
@@ -77,8 +81,7 @@ def record_lines(record: dict[str, Any]) -> list[str]:
     teams = final.options.teams
     lines = []
     if wrapper is not None:
-        seats = ", ".join(f"P{s['seat']} {s['name']}" for s in wrapper.get("seats", []))
-        lines.append(f"game {wrapper.get('game_id')} [{seats}]")
+        lines.append(f"game {clean_text(str(wrapper.get('game_id')), MAX_ID_CHARS)} [{_seats_text(wrapper)}]")
     for k, deal in enumerate(engine_record["deals"]):
         lines.append(f"== deal {k + 1}, dealer P{deal['dealer']}")
         lines += [f"  {i + 1:2d}. {text}" for i, text in enumerate(deal["moves"])]
@@ -87,9 +90,21 @@ def record_lines(record: dict[str, Any]) -> list[str]:
     if final.result:
         lines.append(describe_result(final.result, teams))
     elif wrapper is not None:
-        result = wrapper.get("result", {})
-        lines.append(f"ended early: {result.get('reason')}; "
-                     + "; ".join(f.get("reason", "") for f in wrapper.get("failures", [])))
+        result = wrapper.get("result")
+        failures = wrapper.get("failures")
+        reasons = [str(f.get("reason", "")) for f in failures if isinstance(f, dict)] if isinstance(failures, list) else []
+        reason = str(result.get("reason")) if isinstance(result, dict) else "?"
+        lines.append(clean_text(f"ended early: {reason}; " + "; ".join(reasons), MAX_LINE_CHARS))
     else:
         lines.append("unfinished game")
     return lines
+
+
+def _seats_text(wrapper: dict[str, Any]) -> str:
+    """``P0 name, P1 name`` from a game record's seats; names cleaned, since a record file can
+    come from anywhere (referee/names.py)."""
+    seats = wrapper.get("seats", [])
+    if not isinstance(seats, list) or not all(isinstance(s, dict) for s in seats):
+        raise InvalidRecordError("malformed record: seats must be a list of objects")
+    return ", ".join(f"P{clean_text(str(s.get('seat', '?')), MAX_ID_CHARS)} {clean_name(str(s.get('name', '')))}"
+                     for s in seats)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import signal
 from pathlib import Path
@@ -282,8 +283,15 @@ def test_run_match_refuses_commands_unless_allowed(tmp_path: Path) -> None:
          "card AS appears more than once"),
         ({"bots": ["127.0.0.1:1"] * 2, "options": game_pb2.RuleOptions(on_twenty="most_hearts")}, "on_twenty"),
         ({"bots": ["127.0.0.1:70000", "127.0.0.1:1"]}, "port must be 1..65535"),
+        ({"bots": ["127.0.0.1:1"] * 2, "time_control": game_pb2.TimeControl(move_time_ms=4_000_000_000)},
+         "move_time_ms must be at most 3600000 ms (one hour), not 4000000000"),
+        ({"bots": ["127.0.0.1:1"] * 2, "time_control": game_pb2.TimeControl(startup_time_ms=3_600_001)},
+         "startup_time_ms must be at most 3600000 ms"),
+        ({"bots": ["127.0.0.1:1"] * 2, "seed": 2**64 - 1, "games": 2},
+         "seed must be 0 to 18446744073709551614 for 2 game(s)"),
     ],
-    ids=["too-few-bots", "five-bots", "too-many-games", "bad-deck", "bad-on-twenty", "bad-port"],
+    ids=["too-few-bots", "five-bots", "too-many-games", "bad-deck", "bad-on-twenty", "bad-port", "move-time-huge",
+         "startup-huge", "seed-overflows"],
 )
 def test_run_match_rejects_a_bad_request(tmp_path: Path, request_fields: dict, message: str) -> None:
     async def body(channel: grpc.aio.Channel):
@@ -295,6 +303,27 @@ def test_run_match_rejects_a_bad_request(tmp_path: Path, request_fields: dict, m
     error = asyncio.run(with_server(tmp_path, False, body))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, (error.code(), error.details())
     assert message in error.details(), error.details()
+
+
+def test_get_game_record_refuses_ids_no_record_can_have(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # a 5000-character id used to reach the file system: "UNKNOWN: Unexpected OSError [Errno 36]"
+    # and a traceback in the server's log
+    ids = ["a" * 5000, "x" * 129, "\u4e2d" * 100, "g 1", "x" * 128]
+
+    async def body(channel: grpc.aio.Channel):
+        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+        errors = []
+        for game_id in ids:
+            with pytest.raises(grpc.aio.AioRpcError) as error:
+                await stub.GetGameRecord(referee_pb2.GetGameRecordRequest(game_id=game_id))
+            errors.append((error.value.code(), error.value.details()))
+        return errors
+
+    errors = asyncio.run(with_server(tmp_path, False, body))
+    assert [code for code, _ in errors] == [grpc.StatusCode.INVALID_ARGUMENT] * 4 + [grpc.StatusCode.NOT_FOUND]
+    assert errors[0][1] == "bad game id: 5000 characters, at most 128" and len(errors[1][1]) < 100
+    assert "only letters, digits and '-'" in errors[2][1] and "only letters, digits and '-'" in errors[3][1]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_cancelled_run_match_stops_its_bots(tmp_path: Path) -> None:
