@@ -77,7 +77,8 @@ class MatchSpec:
         if not 1 <= self.games <= MAX_GAMES:
             raise ValueError(f"games must be 1 to {MAX_GAMES}, not {self.games}")
         if not 0 <= self.seed <= MAX_SEED - (self.games - 1):  # every game's seed, seed + k - 1, must fit
-            raise ValueError(f"seed must be 0 to {MAX_SEED - (self.games - 1)} for {self.games} game(s), not {self.seed}")
+            raise ValueError(
+                f"seed must be 0 to {MAX_SEED - (self.games - 1)} for {self.games} game(s), not {self.seed}")
         if self.max_strikes < 0:
             raise ValueError(f"max_strikes must be 0 or more, not {self.max_strikes}")
 

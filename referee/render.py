@@ -92,7 +92,8 @@ def record_lines(record: dict[str, Any]) -> list[str]:
     elif wrapper is not None:
         result = wrapper.get("result")
         failures = wrapper.get("failures")
-        reasons = [str(f.get("reason", "")) for f in failures if isinstance(f, dict)] if isinstance(failures, list) else []
+        failures = failures if isinstance(failures, list) else []
+        reasons = [str(f.get("reason", "")) for f in failures if isinstance(f, dict)]
         reason = str(result.get("reason")) if isinstance(result, dict) else "?"
         lines.append(clean_text(f"ended early: {reason}; " + "; ".join(reasons), MAX_LINE_CHARS))
     else:

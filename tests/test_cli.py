@@ -198,8 +198,8 @@ def test_hostile_input_files_exit_2(hostile_files: dict[str, Path], command: str
     ("seats-not-a-list", "malformed record: seats must be a list of objects"),
     ("seat-not-an-object", "malformed record: seats must be a list of objects"),
 ], ids=["seats-not-a-list", "seat-not-an-object"])
-def test_game_record_with_bad_seats_makes_replay_exit_2(game_record: dict, tmp_path: Path, how: str,  # type: ignore[type-arg]
-                                                        message: str) -> None:
+def test_game_record_with_bad_seats_makes_replay_exit_2(
+        game_record: dict, tmp_path: Path, how: str, message: str) -> None:  # type: ignore[type-arg]
     record = json.loads(json.dumps(game_record))
     record["seats"] = 5 if how == "seats-not-a-list" else ["P0"]
     path = tmp_path / "bad.json"

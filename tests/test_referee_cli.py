@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -157,7 +158,8 @@ def test_match_bad_options_exit_2(args: list[str], message: str) -> None:
     ("--records", lambda d: d / "deck.bin", "cannot create records folder"),
     ("--logs", lambda d: d / "deck.bin" / "logs", "cannot create logs folder"),
 ], ids=["binary-deck", "endless-deck", "records-is-a-file", "logs-under-a-file"])
-def test_match_bad_files_exit_2(tmp_path: Path, command: str, option: str, make, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_match_bad_files_exit_2(tmp_path: Path, command: str, option: str, make: Callable[[Path], Path],
+                                message: str) -> None:
     (tmp_path / "deck.bin").write_bytes(b"AS\xff\xfe\x00" * 100)
     bots = ["--bot", builtin_bot_command(1)] + (["--bot", builtin_bot_command(2)] if command == "match" else [])
     line = assert_usage_error(run_referee(command, *bots, option, str(make(tmp_path))))

@@ -56,7 +56,8 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                 if self.mode == "no-hello":
                     yield bot_pb2.PlayResponse(move=bot_pb2.MoveChoice(turn_id=0, index=0))
                 elif self.mode == "rude-hello":
-                    yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=RUDE_NAME, version=RUDE_VERSION, protocol_version="1"))
+                    yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=RUDE_NAME, version=RUDE_VERSION,
+                                                                   protocol_version="1"))
                 else:
                     yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=f"scripted-{self.mode}", version="1", protocol_version="1",
                                                                    play_events=self.play_events))
