@@ -20,7 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from referee.clock import TimeControl
+from referee.clock import MAX_TIME_MS, TimeControl
 
 from .compare import Comparison, CompareSpec, PairResult, endpoint_bot
 from .console import make_console
@@ -98,8 +98,8 @@ def _bounds(args: argparse.Namespace) -> SprtBounds:
 def _check_common(args: argparse.Namespace) -> None:
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
-    if args.move_time < 1:
-        raise UsageError(f"--move-time must be at least 1 ms, not {args.move_time}")
+    if not 1 <= args.move_time <= MAX_TIME_MS:
+        raise UsageError(f"--move-time must be 1 to {MAX_TIME_MS} ms, not {args.move_time}")
 
 
 def live_line(comparison: Comparison) -> str:

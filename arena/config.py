@@ -24,7 +24,7 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from referee.clock import TimeControl
+from referee.clock import MAX_TIME_MS, TimeControl
 from referee.endpoints import BotEndpoint
 from referee.errors import EndpointError
 from referee.match import FailurePolicy
@@ -32,7 +32,6 @@ from referee.rules import Condition, InvalidOptionError, RuleOptions
 
 from .errors import one_line, quoted, shown
 
-UINT32_MAX = 2**32 - 1  # time limits travel as uint32 in casino.v1
 SEED_MAX = 2**63 - 1  # fits a signed 64-bit database column and the protocol's uint64
 BOT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 ON_TWENTY_CHOICES = (Condition.LITTLE_CASINO.value, Condition.MOST_SPADES.value)
@@ -347,11 +346,11 @@ def _time_control(table: _Table) -> TimeControl:
     table.check_keys()
     d = TimeControl()
     values = {
-        "move_time_ms": table.integer("move_ms", d.move_time_ms, minimum=1, maximum=UINT32_MAX),
-        "grace_ms": table.integer("grace_ms", d.grace_ms, minimum=0, maximum=UINT32_MAX),
-        "bank_initial_ms": table.integer("bank_ms", d.bank_initial_ms, minimum=0, maximum=UINT32_MAX),
-        "bank_increment_ms": table.integer("increment_ms", d.bank_increment_ms, minimum=0, maximum=UINT32_MAX),
-        "startup_time_ms": table.integer("startup_ms", d.startup_time_ms, minimum=1, maximum=UINT32_MAX),
+        "move_time_ms": table.integer("move_ms", d.move_time_ms, minimum=1, maximum=MAX_TIME_MS),
+        "grace_ms": table.integer("grace_ms", d.grace_ms, minimum=0, maximum=MAX_TIME_MS),
+        "bank_initial_ms": table.integer("bank_ms", d.bank_initial_ms, minimum=0, maximum=MAX_TIME_MS),
+        "bank_increment_ms": table.integer("increment_ms", d.bank_increment_ms, minimum=0, maximum=MAX_TIME_MS),
+        "startup_time_ms": table.integer("startup_ms", d.startup_time_ms, minimum=1, maximum=MAX_TIME_MS),
     }
     try:
         return TimeControl(**values)

@@ -48,7 +48,9 @@ class _BotPool:
         if self.idle:
             return self.idle.pop()
         self.made += 1
-        return BotSlot(self.made, self.bot.endpoint, self.logs_dir, self.socket_dir, label=f"{self.bot.name}-{self.made}")
+        # the tournament's name is the bot's name in every record and output, not its Hello name
+        return BotSlot(self.made, self.bot.endpoint, self.logs_dir, self.socket_dir,
+                       label=f"{self.bot.name}-{self.made}", name=self.bot.name)
 
     def release(self, slot: BotSlot) -> None:
         self.idle.append(slot)

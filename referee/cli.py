@@ -10,7 +10,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from .match_cli import UsageError, add_match_args, cmd_check, cmd_match
+from .clock import MAX_TIME_MS
+from .match import MAX_GAMES
+from .match_cli import (
+    MAX_DECK_BYTES,
+    MAX_RECORD_BYTES,
+    UsageError,
+    add_match_args,
+    cmd_check,
+    cmd_match,
+    make_folder,
+    read_text_file,
+)
 from .perft import perft, perft_divide
 from .players import RandomPlayer
 from .render import deal_header, describe_result, describe_sheet, play_line, record_lines
@@ -44,16 +55,18 @@ def _options(args: argparse.Namespace) -> RuleOptions:
 
 
 def _read_deck(path: str) -> tuple[int, ...]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        _usage_error(f"cannot read deck file {path}: {exc.strerror}")
-    return parse_deck(text)
+    return parse_deck(read_text_file(path, "deck file", MAX_DECK_BYTES))
 
 
 def cmd_play(args: argparse.Namespace) -> int:
     """Play one seeded game between two built-in random players and print it move by move."""
     options = _options(args)
+    record_file = None
+    if args.record:  # opened first: an unwritable path is a usage error before any output
+        try:
+            record_file = open(args.record, "w", encoding="utf-8")
+        except OSError as exc:
+            _usage_error(f"cannot write record {args.record}: {exc.strerror or exc}")
     state = new_game(options, seed=args.seed)
     players = [RandomPlayer(args.seed * 31 + seat) for seat in range(options.players)]
     out = sys.stdout
@@ -70,8 +83,9 @@ def cmd_play(args: argparse.Namespace) -> int:
             out.write("\n".join(describe_sheet(state.sheets[before.deal], options.teams)) + "\n\n")
     assert state.result is not None
     out.write(describe_result(state.result, options.teams) + "\n")
-    if args.record:
-        Path(args.record).write_text(json.dumps(game_record(state), indent=1) + "\n", encoding="utf-8")
+    if record_file is not None:
+        with record_file:
+            record_file.write(json.dumps(game_record(state), indent=1) + "\n")
         out.write(f"record written to {args.record}\n")
     return 0
 
@@ -94,12 +108,13 @@ def cmd_perft(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Re-check a game record against the engine and print it."""
+    text = read_text_file(args.file, "record", MAX_RECORD_BYTES)
     try:
-        record = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except OSError as exc:
-        _usage_error(f"cannot read record {args.file}: {exc.strerror}")
-    except json.JSONDecodeError as exc:
+        record = json.loads(text)
+    except ValueError as exc:  # JSONDecodeError, or an integer of more than 4300 digits
         _usage_error(f"record {args.file} is not JSON: {exc}")
+    except RecursionError:  # e.g. "[" * 100000: no record nests that deep
+        _usage_error(f"record {args.file} is not a record: its JSON nests too deeply")
     print("\n".join(record_lines(record)))
     print("record checked: every play legal, every sheet and the result match")
     return 0
@@ -110,10 +125,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
+    from .errors import ListenError
     from .server import serve
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    asyncio.run(serve(args.listen, records_dir=Path(args.records) if args.records else None, allow_commands=args.allow_commands))
+    records = make_folder(args.records, "records folder") if args.records else None
+    try:
+        asyncio.run(serve(args.listen, records_dir=records, allow_commands=args.allow_commands))
+    except ListenError as exc:
+        _usage_error(str(exc))
     return 0
 
 
@@ -121,8 +141,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """A short match between each pair of sample bots."""
     from .demo import run_demo
 
-    if args.games < 1 or args.move_time < 1:
-        _usage_error("--games and --move-time must be at least 1")
+    if not 1 <= args.games <= MAX_GAMES or not 1 <= args.move_time <= MAX_TIME_MS:
+        _usage_error(f"--games must be 1 to {MAX_GAMES} and --move-time 1 to {MAX_TIME_MS}")
     return run_demo(args.games, args.move_time, args.seed)
 
 

@@ -13,6 +13,10 @@ from typing import Protocol
 
 from casino.v1 import game_pb2
 
+# Every time value of a TimeControl is at most an hour: more is a typo or an attack (a referee
+# that waits days for a bot), and it keeps each within the protocol's uint32 (docs/protocol.md).
+MAX_TIME_MS = 3_600_000
+
 
 @dataclass(frozen=True, slots=True)
 class TimeControl:
@@ -29,6 +33,8 @@ class TimeControl:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a whole number of milliseconds >= 0, not {value!r}")
+            if value > MAX_TIME_MS:
+                raise ValueError(f"{name} must be at most {MAX_TIME_MS} ms (one hour), not {value}")
         if self.move_time_ms == 0:
             raise ValueError("move_time_ms must be at least 1")
         if self.startup_time_ms == 0:

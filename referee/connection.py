@@ -22,6 +22,10 @@ F = game_pb2.FailureKind
 MAX_QUEUED = 8  # unanswered messages from a bot before the referee stops reading it
 RECEIVED_PREVIEW = 200  # characters of a bad answer kept in records
 _PLAY_METHOD = f"/{bot_pb2.DESCRIPTOR.services_by_name['BotService'].full_name}/Play"
+# What an await on the stream (write, read, done_writing) raises when the stream has ended: the
+# status (AioRpcError), or, when the call finished before our reader saw it (a bot that closed its
+# stream or exited between games), "RPC already finished" (InvalidStateError) and the like.
+STREAM_ERRORS = (grpc.aio.AioRpcError, asyncio.InvalidStateError, grpc.aio.UsageError, RuntimeError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +98,13 @@ class BotConnection:
                     )
                     self._call.cancel()
                     return
-        except grpc.aio.AioRpcError as exc:
-            self._break(_rpc_failure(exc))
+        except STREAM_ERRORS as exc:
+            self._break(_stream_failure(exc))
         except asyncio.CancelledError:
-            raise
+            if asyncio.current_task().cancelling():  # type: ignore[union-attr]  # we are being stopped
+                raise
+            # the call itself was cancelled (reading a locally cancelled call raises this)
+            self._break(StreamFailure(F.FAILURE_KIND_DISCONNECT, "the stream was cancelled"))
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -119,10 +126,8 @@ class BotConnection:
                 await self._call.write(request)
         except TimeoutError:
             return self._break(StreamFailure(F.FAILURE_KIND_TIMEOUT, "stopped reading its stream"))
-        except grpc.aio.AioRpcError as exc:
-            return self._break(_rpc_failure(exc))
-        except (grpc.aio.UsageError, RuntimeError) as exc:  # stream already finished
-            return self._break(StreamFailure(F.FAILURE_KIND_DISCONNECT, f"stream closed: {exc}"))
+        except STREAM_ERRORS as exc:
+            return self._break(_stream_failure(exc))
         return None
 
     async def _next(self, timeout_s: float) -> bot_pb2.PlayResponse | StreamFailure:
@@ -199,10 +204,8 @@ class BotConnection:
                 return self._break(StreamFailure(F.FAILURE_KIND_TIMEOUT, "stopped reading its stream")), elapsed
             self._late_turns.add(turn_id)
             return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms"), elapsed
-        except grpc.aio.AioRpcError as exc:
-            return self._break(_rpc_failure(exc)), clock.now() - start
-        except (grpc.aio.UsageError, RuntimeError) as exc:  # stream already finished
-            return self._break(StreamFailure(F.FAILURE_KIND_DISCONNECT, f"stream closed: {exc}")), clock.now() - start
+        except STREAM_ERRORS as exc:
+            return self._break(_stream_failure(exc)), clock.now() - start
         elapsed = clock.now() - start
         if isinstance(reply, StreamFailure):
             return reply, elapsed
@@ -225,7 +228,7 @@ class BotConnection:
         if call is not None and self.broken is None:
             try:
                 await asyncio.wait_for(call.done_writing(), 1.0)
-            except (asyncio.TimeoutError, grpc.aio.AioRpcError, grpc.aio.UsageError, RuntimeError):
+            except (asyncio.TimeoutError, *STREAM_ERRORS):
                 pass
         if self._reader is not None:
             if not self._reader.done() and self.broken is None:
@@ -238,7 +241,10 @@ class BotConnection:
             call.cancel()
 
 
-def _rpc_failure(exc: grpc.aio.AioRpcError) -> StreamFailure:
+def _stream_failure(exc: BaseException) -> StreamFailure:
+    """Why the stream is unusable, from one of STREAM_ERRORS."""
+    if not isinstance(exc, grpc.aio.AioRpcError):
+        return StreamFailure(F.FAILURE_KIND_DISCONNECT, f"stream broke: {exc}")  # e.g. "RPC already finished."
     code = exc.code()
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return StreamFailure(F.FAILURE_KIND_MALFORMED, f"sent an oversized message ({exc.details()})")

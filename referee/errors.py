@@ -9,3 +9,7 @@ class RefereeError(Exception):
 
 class EndpointError(RefereeError, ValueError):
     """A bot endpoint that is neither an address nor a command that can be started."""
+
+
+class ListenError(RefereeError):
+    """An address the Referee service cannot listen on (malformed, port out of range, or taken)."""

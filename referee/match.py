@@ -31,6 +31,7 @@ from .clock import MONOTONIC, Clock, GameClock, TimeControl
 from .connection import BotConnection, StreamFailure, preview
 from .convert import PROTOCOL_VERSION, move_from_pb, options_to_pb, public_play_field, turn_request_bytes
 from .endpoints import CHANNEL_OPTIONS, BotEndpoint, BotProcess, wait_healthy
+from .names import clean_name, clean_version
 from .outcome import forfeit_result, normal_result
 from .rules import GameState, Move, RuleOptions, apply, game_record, legal_moves, new_game, parse_move
 from .rules.errors import RulesError
@@ -42,6 +43,8 @@ F = game_pb2.FailureKind
 RECORD_FORMAT = "royal-casino-game"
 RECORD_VERSION = 1
 STARTUP_ATTEMPTS = 3  # consecutive failed starts after which a bot is given up for the match
+MAX_GAMES = 1_000_000  # games in one match (the Handshake says how many, as a uint32)
+MAX_SEED = 2**64 - 1  # game seeds travel as uint64 (GameStarted.seed)
 
 
 class FailurePolicy(enum.Enum):
@@ -71,8 +74,11 @@ class MatchSpec:
     def __post_init__(self) -> None:
         if len(self.bots) != self.options.players:
             raise ValueError(f"{self.options.players} players need {self.options.players} bots, got {len(self.bots)}")
-        if self.games < 1:
-            raise ValueError(f"games must be at least 1, not {self.games}")
+        if not 1 <= self.games <= MAX_GAMES:
+            raise ValueError(f"games must be 1 to {MAX_GAMES}, not {self.games}")
+        if not 0 <= self.seed <= MAX_SEED - (self.games - 1):  # every game's seed, seed + k - 1, must fit
+            raise ValueError(
+                f"seed must be 0 to {MAX_SEED - (self.games - 1)} for {self.games} game(s), not {self.seed}")
         if self.max_strikes < 0:
             raise ValueError(f"max_strikes must be 0 or more, not {self.max_strikes}")
 
@@ -164,13 +170,14 @@ class BotSlot:
     """One bot of the match: its endpoint, process, channel and stream."""
 
     def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path, label: str = "",
-                 clock: Clock = MONOTONIC) -> None:
+                 name: str = "", clock: Clock = MONOTONIC) -> None:
         self.index = index
         self.clock = clock  # times its start-up and, through its connection, every answer
         self.endpoint = endpoint
         self.label = label or f"bot{index}"  # names its log file and sockets
-        self.name = self.label
-        self.version = ""
+        self.given_name = name  # what the caller (a tournament) calls the bot; shown instead of its own
+        self.hello_name = ""  # the bot's own name, from its Hello, cleaned (referee/names.py)
+        self.version = ""  # from its Hello, cleaned
         self.play_events = False  # the bot asked for a PlayMade after every play
         self.log_path = logs_dir / f"{self.label}.log"
         self._socket_dir = socket_dir
@@ -181,6 +188,11 @@ class BotSlot:
         self.failed_starts = 0
         self.startup_failure: StreamFailure | None = None
         self.needs_restart = False  # set after a timeout: restart before the next game (its state is unknown)
+
+    @property
+    def name(self) -> str:
+        """The bot's name in output and records: the caller's, else its own, else its label."""
+        return self.given_name or self.hello_name or self.label
 
     @property
     def ready(self) -> bool:
@@ -226,9 +238,11 @@ class BotSlot:
             return await self._startup_failed(f"handshake failed: {hello.reason}", hello.received)
         major = hello.protocol_version.split(".")[0] if hello.protocol_version else PROTOCOL_VERSION
         if major != PROTOCOL_VERSION:
-            return await self._startup_failed(f"speaks protocol {hello.protocol_version!r}, the referee speaks {PROTOCOL_VERSION}")
-        self.name = hello.name or self.name
-        self.version = hello.version
+            return await self._startup_failed(
+                f"speaks protocol {clean_version(hello.protocol_version)!r}, the referee speaks {PROTOCOL_VERSION}")
+        # bot-chosen text is cleaned before any log line, event or record holds it
+        self.hello_name = clean_name(hello.name)
+        self.version = clean_version(hello.version)
         self.play_events = hello.play_events
         self.failed_starts = 0
         log.info("bot %s ready: %s %s at %s", self.label, self.name, self.version, address)
@@ -436,8 +450,8 @@ async def play_game(
         "game_id": game_id,
         "match_id": match_id,
         "game_number": number,
-        "seats": [{"seat": s, "bot": seat_bots[s], "name": seats[s].name, "version": seats[s].version,
-                   "endpoint": seats[s].endpoint.spec} for s in range(n)],
+        "seats": [{"seat": s, "bot": seat_bots[s], "name": seats[s].name, "hello_name": seats[s].hello_name,
+                   "version": seats[s].version, "endpoint": seats[s].endpoint.spec} for s in range(n)],
         "time_control": json_format.MessageToDict(control.to_pb(), always_print_fields_with_no_presence=True),
         "failure_policy": spec.policy.value,
         "max_strikes": spec.max_strikes,

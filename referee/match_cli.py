@@ -31,6 +31,36 @@ class UsageError(Exception):
     """A bad option: one line, exit status 2."""
 
 
+MAX_DECK_BYTES = 64 << 10  # a deck file is 52 card codes (and perhaps comments)
+MAX_RECORD_BYTES = 16 << 20  # a record of the longest game is well under a megabyte
+
+
+def read_text_file(path: str, what: str, max_bytes: int) -> str:
+    """The UTF-8 text of a file the user named (``what`` says which, for errors); a missing,
+    unreadable, binary or oversized file (``/dev/zero``, say) is a UsageError, never a traceback."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(max_bytes + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise UsageError(f"{what} {path} is larger than {max_bytes} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {path} is not text (not UTF-8 at byte {exc.start})") from None
+
+
+def make_folder(path: str, what: str) -> Path:
+    """A folder the user named for output, created if need be; UsageError when it cannot be."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {what} {path}: {exc.strerror or exc}") from None
+    return folder
+
+
 def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
                    logs_help: str = "bot logs (default: a new temporary folder)") -> None:
     if bots:
@@ -66,19 +96,22 @@ def spec_from_args(args: argparse.Namespace, bots: list[str]) -> MatchSpec:
         options = RuleOptions(players=players, partnerships=not args.individuals)
         decks = []
         if args.deck:
-            try:
-                decks = [parse_deck(Path(args.deck).read_text(encoding="utf-8"))]
-            except OSError as exc:
-                raise UsageError(f"cannot read deck file {args.deck}: {exc.strerror}") from None
+            decks = [parse_deck(read_text_file(args.deck, "deck file", MAX_DECK_BYTES))]
         control = TimeControl(move_time_ms=args.move_time, grace_ms=args.grace, bank_initial_ms=args.bank,
                               bank_increment_ms=args.increment, startup_time_ms=args.startup_time)
-        return MatchSpec(
+        spec = MatchSpec(
             bots=endpoints, options=options, games=args.games, seed=args.seed, decks=decks, time_control=control,
             policy=FailurePolicy(args.policy), max_strikes=args.max_strikes, rotate_seats=not args.no_rotate,
             records_dir=Path(args.records) if args.records else None, logs_dir=Path(args.logs) if args.logs else None,
         )
     except (EndpointError, RulesError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    # the output folders last, once every option is known to be good
+    if args.records:
+        make_folder(args.records, "records folder")
+    if args.logs:
+        make_folder(args.logs, "logs folder")
+    return spec
 
 
 def describe_game(report: GameReport, names: list[str], options: RuleOptions) -> str:
@@ -161,20 +194,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.players not in (None, 2):
         raise UsageError("check plays 2-player games")
     candidate = args.bot[0]
+    # both matches' options are checked before anything is printed or started
+    matches = [(title, bots, spec_from_args(args, bots)) for title, bots in (
+        ("against itself", [candidate, candidate]), ("against the built-in random bot", [candidate, random_bot]))]
     _logging(args.verbose)
     with contextlib.ExitStack() as cleanup:
         if args.logs:
-            return _check(args, candidate, random_bot, Path(args.logs), kept=True)
+            return _check(args, candidate, matches, Path(args.logs), kept=True)
         logs = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="casino-check-"))
-        return _check(args, candidate, random_bot, Path(logs), kept=False)
+        return _check(args, candidate, matches, Path(logs), kept=False)
 
 
-def _check(args: argparse.Namespace, candidate: str, random_bot: str, logs: Path, kept: bool) -> int:
+def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, list[str], MatchSpec]], logs: Path,
+           kept: bool) -> int:
     problems: list[str] = []
     failing_logs: list[tuple[str, Path]] = []  # (which match, log) of the checked bot's failing processes
     print(f"checking {candidate}")
-    for title, bots in (("against itself", [candidate, candidate]), ("against the built-in random bot", [candidate, random_bot])):
-        spec = dataclasses.replace(spec_from_args(args, bots), logs_dir=logs)
+    for title, bots, spec in matches:
+        spec = dataclasses.replace(spec, logs_dir=logs)
         report = asyncio.run(run_match(spec))
         checked = [0, 1] if bots[0] == bots[1] else [0]
         print(f"\n{len(report.games)} game(s) {title}:")

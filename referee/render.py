@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .names import clean_name, clean_text
 from .rules import DealSheet, GameResult, GameState, cards_code, replay_record
+from .rules.errors import InvalidRecordError
 
+MAX_ID_CHARS = 80  # of a game id or seat number shown from a record
+MAX_LINE_CHARS = 2000  # of the "ended early" line of a record's failures
 SHEET_COLUMNS = ("cards", "spades", "most_cards", "most_spades", "big_casino", "little_casino", "aces", "sweeps", "net_sweeps", "raw_points", "points")
 
 
@@ -133,12 +137,14 @@ def record_lines(record: dict[str, Any], names: Sequence[str] | None = None, ful
     propagate (the record is not trusted)."""
     wrapper = record if isinstance(record, dict) and "engine" in record else None
     engine_record = wrapper["engine"] if wrapper is not None else record
+    if wrapper is not None:
+        seats_text = _seats_text(wrapper)  # refuses malformed seats before anything is shown
     if names is None and wrapper is not None:
         try:
             seats = sorted(wrapper.get("seats") or [], key=lambda s: int(s.get("seat", 0)))
-            names = [str(s.get("name", "")) for s in seats]
+            names = [clean_name(str(s.get("name", ""))) for s in seats]  # a record file can come from anywhere
         except (AttributeError, TypeError, ValueError):
-            names = None  # malformed seats: plays are shown by seat alone
+            names = None  # seats without usable numbers: plays are shown by seat alone
     before: list[GameState] = []  # the state before each play, in play order
     final = replay_record(engine_record, on_play=lambda state, text: before.append(state))
     teams = final.options.teams
@@ -146,8 +152,7 @@ def record_lines(record: dict[str, Any], names: Sequence[str] | None = None, ful
     substituted = {(f["deal"], f["play"]): f for f in failures if not f["forfeit"]}
     lines = []
     if wrapper is not None:
-        players = final.options.players
-        lines.append(f"game {wrapper.get('game_id')} [{', '.join(seat_label(s, names) for s in range(players))}]")
+        lines.append(f"game {clean_text(str(wrapper.get('game_id')), MAX_ID_CHARS)} [{seats_text}]")
     states = iter(before)
     for k, deal in enumerate(engine_record["deals"]):
         lines.append(f"== deal {k + 1}, dealer P{deal.get('dealer')}")
@@ -167,11 +172,21 @@ def record_lines(record: dict[str, Any], names: Sequence[str] | None = None, ful
                 lines.append(f"{play} {seat_label(f['seat'], names)}: forfeits ({f['kind']})")
         if k < len(final.sheets):
             lines += ["  " + line for line in describe_sheet(final.sheets[k], teams)]
-    lines += [failure_line(f, names) for f in failures]
+    lines += [clean_text(failure_line(f, names), MAX_LINE_CHARS) for f in failures]
     if final.result:
         lines.append(describe_result(final.result, teams, names))
     elif wrapper is not None:
-        lines.append(_forfeit_result_line(wrapper, teams, names))
+        lines.append(clean_text(_forfeit_result_line(wrapper, teams, names), MAX_LINE_CHARS))
     else:
         lines.append("unfinished game")
     return lines
+
+
+def _seats_text(wrapper: dict[str, Any]) -> str:
+    """``P0 name, P1 name`` from a game record's seats; names cleaned, since a record file can
+    come from anywhere (referee/names.py)."""
+    seats = wrapper.get("seats", [])
+    if not isinstance(seats, list) or not all(isinstance(s, dict) for s in seats):
+        raise InvalidRecordError("malformed record: seats must be a list of objects")
+    return ", ".join(f"P{clean_text(str(s.get('seat', '?')), MAX_ID_CHARS)} {clean_name(str(s.get('name', '')))}"
+                     for s in seats)

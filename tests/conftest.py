@@ -11,12 +11,14 @@
   running after a match.
 * ``running_builtin_bot``: a built-in random bot the test starts itself, already healthy:
   (address, pid); lets a test use a short startup time without racing the opponent's start.
+  ``running_bot(command, address)`` does the same for any bot command (a context manager).
 * ``node_bot``: the command of the sample Node.js bot, after ``npm ci`` if needed; skipped with a
   reason when node/npm or the bot's package-lock.json is absent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shlex
@@ -131,29 +133,36 @@ def no_bots_left() -> Callable[..., None]:
     return assert_no_bot_processes
 
 
-@pytest.fixture
-def running_builtin_bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    address = f"unix:{tmp_path_factory.mktemp('bot') / 'random.sock'}"
-    proc = subprocess.Popen([sys.executable, "-m", "referee.builtin_bot", "--seed", "3"], cwd=ROOT,
-                            env={**os.environ, "CASINO_BOT_ADDRESS": address},
+@contextlib.contextmanager
+def running_bot(command: str, address: str, timeout_s: float = 20) -> Iterator[int]:
+    """Start the bot ``command`` listening on ``address`` (as an operator would, not the referee)
+    and wait until it is healthy; yields its pid and kills it on the way out."""
+    proc = subprocess.Popen(shlex.split(command), cwd=ROOT, env={**os.environ, "CASINO_BOT_ADDRESS": address},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + timeout_s
         with grpc.insecure_channel(address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while True:
-                assert proc.poll() is None, "the built-in bot exited before it was healthy"
-                assert time.monotonic() < deadline, "the built-in bot was not healthy within 20 s"
+                assert proc.poll() is None, f"{command} exited before it was healthy"
+                assert time.monotonic() < deadline, f"{command} was not healthy within {timeout_s:.0f} s"
                 try:
                     reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
                     if reply.status == health_pb2.HealthCheckResponse.SERVING:
                         break
                 except grpc.RpcError:
                     time.sleep(0.05)
-        yield address, proc.pid
+        yield proc.pid
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+@pytest.fixture
+def running_builtin_bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    address = f"unix:{tmp_path_factory.mktemp('bot') / 'random.sock'}"
+    with running_bot(builtin_bot_command(3), address) as pid:
+        yield address, pid
 
 
 def install_node_bot() -> str | None:

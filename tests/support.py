@@ -8,6 +8,7 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,6 +32,13 @@ def run_referee(*args: str, timeout: float = 120,
         timeout=timeout,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
+
+
+def start_referee(*args: str, stdout: int | IO[str] | None = subprocess.DEVNULL,
+                  stderr: int | IO[str] | None = subprocess.DEVNULL) -> subprocess.Popen[str]:
+    """Start the ``referee`` command as a real process (e.g. ``serve``) that the test stops."""
+    return subprocess.Popen([sys.executable, "-m", "referee.cli", *args], cwd=ROOT, stdout=stdout, stderr=stderr,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def run_arena(*args: str, timeout: float = 120, cwd: Path | None = None,

@@ -368,7 +368,9 @@ def test_show_prints_the_game_move_by_move_with_timings(
     lines = done.stdout.splitlines()
     record, seats = exported_game(exported, 2)
     assert lines[0] == f"game {NAME}-g2 [P0 {seats[0]}, P1 {seats[1]}]"
-    assert {s["name"] for s in record["seats"]}.isdisjoint(seats), "the bots call themselves otherwise"
+    # the record names seats as the tournament does; the bots call themselves otherwise
+    assert [s["name"] for s in sorted(record["seats"], key=lambda s: s["seat"])] == seats
+    assert {s["hello_name"] for s in record["seats"]}.isdisjoint(seats)
     # the moves shown are the stored record's, deal by deal
     deals = record["engine"]["deals"]
     assert len([line for line in lines if line.startswith("== deal ")]) == len(deals)

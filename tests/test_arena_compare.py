@@ -111,6 +111,7 @@ def test_sprt_estimate_and_usage_errors() -> None:
         ["--margin0", "1", "--margin1", "0"],
         ["--concurrency", "0"],
         ["--sprt-estimate"],
+        ["--move-time", "1099511627776"],  # over the referee's one-hour limit: was a traceback
     ):
         bad = run_arena("compare", "--candidate", RANDOM, "--baseline", RANDOM, *args)
         assert bad.returncode == 2, (args, bad.stdout, bad.stderr)

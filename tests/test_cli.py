@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from tests.support import run_referee
 
 ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_DECK = ROOT / "tests" / "data" / "decks" / "seed-11.txt"
 
 RESULT_LINE = re.compile(r"^(draw|P\d(\+P\d)? wins) \((target_reached|condition_met|max_deals)\) after (\d+) deal\(s\): (P\d(\+P\d)?=\d+ ?)+$")
 HEADER_LINE = re.compile(r"^== deal (\d+), dealer P(\d), table (\S+ ){3}\S+; P0: ")
@@ -152,6 +154,104 @@ def test_corrupted_record_makes_replay_exit_2(recorded: tuple[Path, str], tmp_pa
 
 def test_replay_missing_file_exits_2(tmp_path: Path) -> None:
     assert_usage_error(referee("replay", str(tmp_path / "nothing.json")))
+
+
+@pytest.fixture
+def game_record(recorded: tuple[Path, str]) -> dict:  # type: ignore[type-arg]
+    """A referee game record (section 8 of docs/protocol.md) around the recorded engine record."""
+    engine = json.loads(recorded[0].read_text(encoding="utf-8"))
+    return {"format": "royal-casino-game", "version": 1, "game_id": "g-1", "match_id": "m", "game_number": 1,
+            "seats": [{"seat": s, "bot": s, "name": f"bot{s}", "hello_name": f"bot{s}", "version": "1",
+                       "endpoint": "x"} for s in range(3)],
+            "engine": engine, "timings_us": [], "failures": [], "result": {}}
+
+
+@pytest.fixture
+def hostile_files(tmp_path: Path) -> dict[str, Path]:
+    """Files no deck or record is: binary, endlessly long, nested 100 000 deep, a 5000-digit number."""
+    files = {"binary": tmp_path / "binary.dat", "endless": Path("/dev/zero"), "deep": tmp_path / "deep.json",
+             "huge-number": tmp_path / "number.json", "folder": tmp_path}
+    files["binary"].write_bytes(bytes(range(256)) * 64)
+    files["deep"].write_text("[" * 100_000 + "]" * 100_000, encoding="ascii")
+    files["huge-number"].write_text("9" * 5000, encoding="ascii")
+    return files
+
+
+@pytest.mark.parametrize("command, which, message", [
+    ("perft", "binary", "deck file {path} is not text (not UTF-8 at byte 128)"),
+    ("perft", "endless", "deck file /dev/zero is larger than 65536 bytes"),
+    ("perft", "folder", "cannot read deck file {path}: Is a directory"),
+    ("replay", "binary", "record {path} is not text (not UTF-8 at byte 128)"),
+    ("replay", "endless", "record /dev/zero is larger than 16777216 bytes"),
+    ("replay", "deep", "record {path} is not a record: its JSON nests too deeply"),
+    ("replay", "huge-number", "record {path} is not JSON: Exceeds the limit"),
+    ("replay", "folder", "cannot read record {path}: Is a directory"),
+])
+def test_hostile_input_files_exit_2(hostile_files: dict[str, Path], command: str, which: str, message: str) -> None:
+    path = hostile_files[which]
+    args = ["perft", "--deck", str(path), "--depth", "1"] if command == "perft" else ["replay", str(path)]
+    line = assert_usage_error(referee(*args))
+    assert message.format(path=path) in line, line
+
+
+@pytest.mark.parametrize("how, message", [
+    ("seats-not-a-list", "malformed record: seats must be a list of objects"),
+    ("seat-not-an-object", "malformed record: seats must be a list of objects"),
+], ids=["seats-not-a-list", "seat-not-an-object"])
+def test_game_record_with_bad_seats_makes_replay_exit_2(
+        game_record: dict, tmp_path: Path, how: str, message: str) -> None:  # type: ignore[type-arg]
+    record = json.loads(json.dumps(game_record))
+    record["seats"] = 5 if how == "seats-not-a-list" else ["P0"]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    line = assert_usage_error(referee("replay", str(path)))
+    assert message in line, line
+
+
+def test_replay_prints_a_record_s_names_cleaned(game_record: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    record = json.loads(json.dumps(game_record))
+    record["seats"][0]["name"] = "\x1b[31mred\nP1 b: FORFEITS" + "x" * 100
+    path = tmp_path / "painted.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    done = referee("replay", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout
+    assert done.stdout.splitlines()[0].startswith("game g-1 [P0 red P1 b: FORFEITSxxxx"), done.stdout.splitlines()[0]
+    assert "x" * 60 not in done.stdout.splitlines()[0], "capped at 64 characters"
+
+
+def test_play_with_an_unwritable_record_exits_2_before_playing(tmp_path: Path) -> None:
+    line = assert_usage_error(referee("play", "--record", str(tmp_path / "no" / "such" / "folder" / "game.json")))
+    assert "cannot write record" in line and "No such file or directory" in line, line
+    line = assert_usage_error(referee("play", "--record", str(tmp_path)))
+    assert "Is a directory" in line, line
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--move-time", "1099511627776"], "--move-time 1 to 3600000"),
+    (["--games", "1099511627776"], "--games must be 1 to 1000000"),
+], ids=["move-time", "games"])
+def test_demo_with_absurd_values_exits_2(args: list[str], message: str) -> None:
+    line = assert_usage_error(referee("demo", *args))
+    assert message in line, line
+
+
+def test_serve_on_an_address_it_cannot_have_exits_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:  # a port this test holds
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        cases = [
+            (["--listen", "127.0.0.1:99999"], "cannot listen on 127.0.0.1:99999: port must be 0..65535"),
+            (["--listen", f"127.0.0.1:{port}"], "Address already in use"),
+            (["--listen", "nonsense::::"], "cannot listen on nonsense::::: "),
+            (["--listen", f"unix:{tmp_path}/no/such/folder/r.sock"], "No such file or directory"),
+            (["--listen", "127.0.0.1:0", "--records", str(SAMPLE_DECK)], "cannot create records folder"),
+        ]
+        for args, message in cases:
+            # gRPC's core says why a bind failed at its default verbosity (a test module that
+            # imports the Python SDK may have set GRPC_VERBOSITY=NONE for this process)
+            line = assert_usage_error(run_referee("serve", *args, timeout=30, env={"GRPC_VERBOSITY": "ERROR"}))
+            assert message in line, (args, line)
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ how close the bot comes to the limit on a busy machine is a benchmark
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import time
@@ -19,9 +20,13 @@ from referee.rules import RuleOptions, apply, legal_moves, new_game, observation
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "sample_bots" / "python"))
+_verbosity = os.environ.get("GRPC_VERBOSITY")  # the SDK quiets gRPC for its process; not for this one's children
 from casino_bot import legal_moves as sdk_legal_moves, state_from_turn, table_from_turn  # noqa: E402
 from greedy_bot import greedy_index  # noqa: E402
 from lookahead_bot import LookaheadBot, OutOfTime, lookahead_index, rollout, think_deadline  # noqa: E402
+
+if _verbosity is None:
+    os.environ.pop("GRPC_VERBOSITY", None)
 
 
 @pytest.mark.parametrize("move_ms, bank_ms, fraction, expected_ms", [

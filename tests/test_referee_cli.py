@@ -8,8 +8,10 @@ exits 1 explaining each failure for a misbehaving one. No bot process outlives t
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,27 +98,78 @@ def test_match_with_an_unreachable_address_forfeits_at_startup(running_builtin_b
     assert_no_bot_processes(exclude={pid})
 
 
+def test_a_bot_cannot_paint_or_flood_the_output_with_its_hello(tmp_path: Path) -> None:
+    # its Hello name has colour escapes, a newline before a fake failure line, a terminal-title
+    # sequence, a bidi override and 200 kB; its version clears the screen and is 200 kB too
+    done = run_referee("match", "--bot", python_bot_command("rude-hello"), "--bot", builtin_bot_command(1),
+                       "--records", str(tmp_path / "records"))
+    assert done.returncode == 0, done.stderr
+    shown = "mallory P1 builtin-random: crash at deal 1 play 1: FORFEITS MMM…"  # 64 characters
+    version = "6.6.6 " + "v" * 57 + "…"
+    assert "\x1b" not in done.stdout + done.stderr and "\r" not in done.stdout and "\u202e" not in done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"game 1 [P0 {shown}, P1 builtin-random]: "), lines[0]
+    assert not any(line.lstrip().startswith("P1 builtin-random: crash") for line in lines), "a line of the bot's"
+    assert len(done.stdout) < 2000, "the name is capped"
+    (path,) = (tmp_path / "records").glob("*.json")
+    text = path.read_text(encoding="utf-8")
+    assert "M" * 65 not in text and "v" * 65 not in text and "\\u001b" not in text
+    seat = json.loads(text)["seats"][0]
+    assert (seat["name"], seat["hello_name"], seat["version"]) == (shown, shown, version)
+    assert_no_bot_processes()
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["--players", "5"], "argument --players: invalid choice"),
         (["--players", "3"], "3 players need 3 --bot options, got 2"),
-        (["--games", "0"], "games must be at least 1"),
+        (["--games", "0"], "games must be 1 to 1000000, not 0"),
+        (["--games", "1099511627776"], "games must be 1 to 1000000, not 1099511627776"),
+        (["--seed", "-1"], "seed must be 0 to 18446744073709551615 for 1 game(s), not -1"),
+        (["--seed", "18446744073709551615", "--games", "2"], "seed must be 0 to 18446744073709551614 for 2 game(s)"),
         (["--move-time", "0"], "move_time_ms must be at least 1"),
+        (["--move-time", "1099511627776"], "move_time_ms must be at most 3600000 ms (one hour), not 1099511627776"),
+        (["--grace", "3600001"], "grace_ms must be at most 3600000 ms"),
+        (["--bank", "1099511627776"], "bank_initial_ms must be at most 3600000 ms"),
+        (["--increment", "99999999999999999999999"], "bank_increment_ms must be at most 3600000 ms"),
+        (["--startup-time", "1099511627776"], "startup_time_ms must be at most 3600000 ms"),
         (["--grace", "-1"], "grace_ms must be a whole number of milliseconds >= 0"),
         (["--deck", "/no/such/deck.txt"], "cannot read deck file /no/such/deck.txt"),
         (["--deck", "tests/golden/2p-seed7.txt"], "bad deck: bad card code"),
         (["--policy", "retry"], "argument --policy: invalid choice"),
         (["--games", "two"], "argument --games: invalid int value"),
     ],
-    ids=["players-5", "players-3-with-2-bots", "games-0", "move-time-0", "negative-grace", "missing-deck",
-         "not-a-deck", "unknown-policy", "games-not-a-number"],
+    ids=["players-5", "players-3-with-2-bots", "games-0", "games-huge", "seed-negative", "seed-past-uint64",
+         "move-time-0", "move-time-huge", "grace-huge", "bank-huge", "increment-huge", "startup-huge",
+         "negative-grace", "missing-deck", "not-a-deck", "unknown-policy", "games-not-a-number"],
 )
 def test_match_bad_options_exit_2(args: list[str], message: str) -> None:
     bots = ["--bot", builtin_bot_command(1), "--bot", builtin_bot_command(2)]
     line = assert_usage_error(run_referee("match", *bots, *args))
     assert message in line, line
     assert_no_bot_processes()
+
+
+@pytest.mark.parametrize("command", ["match", "check"])
+@pytest.mark.parametrize("option, make, message", [
+    ("--deck", lambda d: d / "deck.bin", "is not text (not UTF-8 at byte 2)"),
+    ("--deck", lambda d: Path("/dev/zero"), "deck file /dev/zero is larger than 65536 bytes"),
+    ("--records", lambda d: d / "deck.bin", "cannot create records folder"),
+    ("--logs", lambda d: d / "deck.bin" / "logs", "cannot create logs folder"),
+], ids=["binary-deck", "endless-deck", "records-is-a-file", "logs-under-a-file"])
+def test_match_bad_files_exit_2(tmp_path: Path, command: str, option: str, make: Callable[[Path], Path],
+                                message: str) -> None:
+    (tmp_path / "deck.bin").write_bytes(b"AS\xff\xfe\x00" * 100)
+    bots = ["--bot", builtin_bot_command(1)] + (["--bot", builtin_bot_command(2)] if command == "match" else [])
+    line = assert_usage_error(run_referee(command, *bots, option, str(make(tmp_path))))
+    assert message in line, line
+    assert_no_bot_processes()
+
+
+def test_check_refuses_an_absurd_move_time() -> None:
+    line = assert_usage_error(run_referee("check", "--bot", builtin_bot_command(1), "--move-time", "1099511627776"))
+    assert "move_time_ms must be at most 3600000 ms" in line, line
 
 
 def test_check_a_clean_bot_keeps_its_logs_only_in_the_logs_folder(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from referee.endpoints import BotEndpoint
 from referee.match import GameReport, MatchReport, MatchSpec, run_match
 from referee.rules import RuleOptions, apply, legal_moves, new_game, parse_deck
 from referee.server import start_server
+from tests.support import start_referee
 from tests.conftest import (
     ROOMY_TIME,
     ROOT,
@@ -280,8 +283,15 @@ def test_run_match_refuses_commands_unless_allowed(tmp_path: Path) -> None:
          "card AS appears more than once"),
         ({"bots": ["127.0.0.1:1"] * 2, "options": game_pb2.RuleOptions(on_twenty="most_hearts")}, "on_twenty"),
         ({"bots": ["127.0.0.1:70000", "127.0.0.1:1"]}, "port must be 1..65535"),
+        ({"bots": ["127.0.0.1:1"] * 2, "time_control": game_pb2.TimeControl(move_time_ms=4_000_000_000)},
+         "move_time_ms must be at most 3600000 ms (one hour), not 4000000000"),
+        ({"bots": ["127.0.0.1:1"] * 2, "time_control": game_pb2.TimeControl(startup_time_ms=3_600_001)},
+         "startup_time_ms must be at most 3600000 ms"),
+        ({"bots": ["127.0.0.1:1"] * 2, "seed": 2**64 - 1, "games": 2},
+         "seed must be 0 to 18446744073709551614 for 2 game(s)"),
     ],
-    ids=["too-few-bots", "five-bots", "too-many-games", "bad-deck", "bad-on-twenty", "bad-port"],
+    ids=["too-few-bots", "five-bots", "too-many-games", "bad-deck", "bad-on-twenty", "bad-port", "move-time-huge",
+         "startup-huge", "seed-overflows"],
 )
 def test_run_match_rejects_a_bad_request(tmp_path: Path, request_fields: dict, message: str) -> None:
     async def body(channel: grpc.aio.Channel):
@@ -293,6 +303,27 @@ def test_run_match_rejects_a_bad_request(tmp_path: Path, request_fields: dict, m
     error = asyncio.run(with_server(tmp_path, False, body))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, (error.code(), error.details())
     assert message in error.details(), error.details()
+
+
+def test_get_game_record_refuses_ids_no_record_can_have(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # a 5000-character id used to reach the file system: "UNKNOWN: Unexpected OSError [Errno 36]"
+    # and a traceback in the server's log
+    ids = ["a" * 5000, "x" * 129, "\u4e2d" * 100, "g 1", "x" * 128]
+
+    async def body(channel: grpc.aio.Channel):
+        stub = referee_pb2_grpc.RefereeServiceStub(channel)
+        errors = []
+        for game_id in ids:
+            with pytest.raises(grpc.aio.AioRpcError) as error:
+                await stub.GetGameRecord(referee_pb2.GetGameRecordRequest(game_id=game_id))
+            errors.append((error.value.code(), error.value.details()))
+        return errors
+
+    errors = asyncio.run(with_server(tmp_path, False, body))
+    assert [code for code, _ in errors] == [grpc.StatusCode.INVALID_ARGUMENT] * 4 + [grpc.StatusCode.NOT_FOUND]
+    assert errors[0][1] == "bad game id: 5000 characters, at most 128" and len(errors[1][1]) < 100
+    assert "only letters, digits and '-'" in errors[2][1] and "only letters, digits and '-'" in errors[3][1]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_cancelled_run_match_stops_its_bots(tmp_path: Path) -> None:
@@ -322,6 +353,53 @@ def test_cancelled_run_match_stops_its_bots(tmp_path: Path) -> None:
     assert seen == ["match_started", "game_started"]
     assert running == 2, "both bots were running when the client cancelled"
     assert left == [], f"bot processes left running after the cancelled match: {left}"
+
+
+def test_a_client_that_cancels_while_replies_wait_stops_the_match_quietly(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    # A real `referee serve`. The client reads one reply and then nothing (a 1 KiB receive window),
+    # so the server's replies wait for the network while games pile up; then it cancels. The match
+    # used to go on in the background with its bots (the cancel reached gRPC's write, never the
+    # match), and an error it met later was "Task exception was never retrieved" on stderr.
+    folder = tmp_path_factory.mktemp("serve")  # short: unix socket paths are limited to 107 bytes
+    socket, records = folder / "referee.sock", folder / "records"
+    request = referee_pb2.RunMatchRequest(
+        bots=[builtin_bot_command(1), builtin_bot_command(2)], options=game_pb2.RuleOptions(players=2),
+        games=5000, time_control=ROOMY_TIME.to_pb())
+    slow_client = [("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)]
+
+    def games_recorded() -> int:
+        return len(list(records.glob("*.json")))
+
+    async def client() -> tuple[int, list[tuple[int, str]]]:
+        async with grpc.aio.insecure_channel(f"unix:{socket}", options=slow_client) as channel:
+            async with asyncio.timeout(60):
+                await channel.channel_ready()
+                call = referee_pb2_grpc.RefereeServiceStub(channel).RunMatch(request)
+                assert (await call.read()).HasField("match_started")
+                while games_recorded() < 3:  # far more replies than the window holds
+                    await asyncio.sleep(0.05)
+                running = len(bot_processes())
+                call.cancel()
+            for _ in range(400):  # up to 20 s
+                if not bot_processes():
+                    break
+                await asyncio.sleep(0.05)
+            return running, bot_processes()
+
+    with open(folder / "stderr.txt", "w+") as stderr:
+        server = start_referee("serve", "--allow-commands", "--listen", f"unix:{socket}", "--records", str(records),
+                               stderr=stderr)
+        try:
+            running, left = asyncio.run(client())
+        finally:
+            server.send_signal(signal.SIGTERM)
+            status = server.wait(timeout=30)
+        stderr.seek(0)
+        errors = stderr.read()
+    assert running == 2, "both bots were playing when the client cancelled"
+    assert left == [], f"the match went on after its client cancelled: {left}"
+    assert status == 0 and errors == "", errors
 
 
 def test_health_and_reflection(tmp_path: Path) -> None:

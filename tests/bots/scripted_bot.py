@@ -15,7 +15,10 @@ Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its 
   garbage       answers with unparsable notation
   huge          answers with a 50 MB notation string
   exit-between  plays game 1 well, then exits when game 1 ends
+  close-between plays well, but ends its stream (status OK) after every game; stays up for the next
   flood         sends 100 extra moves on the turn
+  rude-hello    plays well, but its Hello name and version hold terminal escapes, newlines (a fake
+                failure line) and 200 kB of padding (RUDE_NAME, RUDE_VERSION)
   wrong-turn    answers with another turn id
   gate          waits until the file named by $SCRIPTED_BOT_GATE exists, then plays well (holds a
                 game open for as long as a test needs, within the move time)
@@ -34,7 +37,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from casino.v1 import bot_pb2, bot_pb2_grpc
 
 MODES = ("normal", "never-listen", "no-hello", "crash", "hang", "late", "illegal", "bad-index", "garbage",
-         "huge", "exit-between", "flood", "wrong-turn", "gate")
+         "huge", "exit-between", "close-between", "flood", "wrong-turn", "gate", "rude-hello")
+RUDE_NAME = ("\x1b[1;31mmallory\x1b[0m\n    P1 builtin-random: crash at deal 1 play 1: FORFEITS\r\n\x1b]0;owned\x07"
+             + "\u202e" + "M" * 200_000)
+RUDE_VERSION = "6.6.6\x1b[2J\x1b[H\n" + "v" * 200_000
 
 
 class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
@@ -51,6 +57,9 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
             if kind == "handshake":
                 if self.mode == "no-hello":
                     yield bot_pb2.PlayResponse(move=bot_pb2.MoveChoice(turn_id=0, index=0))
+                elif self.mode == "rude-hello":
+                    yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=RUDE_NAME, version=RUDE_VERSION,
+                                                                   protocol_version="1"))
                 else:
                     yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(name=f"scripted-{self.mode}", version="1", protocol_version="1",
                                                                    play_events=self.play_events))
@@ -61,6 +70,8 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                 self.events_seen = 0
                 if self.mode == "exit-between":
                     os._exit(0)
+                if self.mode == "close-between":
+                    return
             elif kind == "turn":
                 self.turns += 1
                 turn = request.turn
