@@ -6,6 +6,7 @@ hold on both databases; and the Alembic migration matches the models."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -615,16 +616,32 @@ def _holder_line(done: subprocess.CompletedProcess[str], command: str, pid: int)
     return lines[0]
 
 
+@contextlib.contextmanager
+def first_holder(command: str, path: Path, marker: str, url: str) -> Iterator[tuple[subprocess.Popen[bytes], Store]]:
+    """The first process (``arena run`` or ``arena serve --rounds 1``) of a gated tournament, and
+    the test's own view of its database; on the way out the process, its bots and the store are
+    gone whatever happened."""
+    store = Store(url)  # migrates before either arena starts
+    args = ("serve", str(path), "--rounds", "1") if command == "serve" else ("run", str(path))
+    first = subprocess.Popen(arena_argv(*args), cwd=ROOT, env=arena_env(), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        yield first, store
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+        kill_marked_processes(marker)
+        store.close()
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_a_second_run_of_a_live_tournament_exits_2_naming_it_and_steals_nothing(
         kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'lease.db'}" if kind == "sqlite" else str(request.getfixturevalue("pg_url"))
     marker = new_marker()
     path, gate = gated_tournament(tmp_path, marker, url)
-    store = Store(url)  # migrates before either arena starts
-    first = subprocess.Popen(arena_argv("run", str(path)), cwd=ROOT, env=arena_env(), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, start_new_session=True)
-    try:
+    with first_holder("run", path, marker, url) as (first, store):
         tid = _wait_for_running(store, first)
         before = {g.number: (g.status, g.attempt) for g in store.games(tid)}
         assert before == {1: ("running", 1), 2: ("pending", 0)}
@@ -639,12 +656,6 @@ def test_a_second_run_of_a_live_tournament_exits_2_naming_it_and_steals_nothing(
         games = store.games(tid)
         assert [(g.status, g.attempt) for g in games] == [("done", 1), ("done", 1)]  # each played once
         assert _lease_row(store, tid) is None, "released on a clean exit"
-    finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait(timeout=30)
-        kill_marked_processes(marker)
-        store.close()
     again = run_arena("run", str(path), timeout=PLAY_TIMEOUT_S)
     assert again.returncode == 0, again.stderr  # the lease is free: nothing left to play
     assert wait_no_marked_processes(marker) == []
@@ -654,10 +665,7 @@ def test_a_second_serve_or_run_of_a_live_ladder_exits_2_naming_it(tmp_path: Path
     url = f"sqlite:///{tmp_path / 'lease.db'}"
     marker = new_marker()
     path, gate = gated_tournament(tmp_path, marker, url, ladder=True)
-    store = Store(url)
-    first = subprocess.Popen(arena_argv("serve", str(path), "--rounds", "1"), cwd=ROOT, env=arena_env(),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
+    with first_holder("serve", path, marker, url) as (first, store):
         tid = _wait_for_running(store, first)
         _holder_line(run_arena("serve", str(path), "--rounds", "1"), "serve", first.pid)
         _holder_line(run_arena("run", str(path)), "serve", first.pid)
@@ -667,12 +675,6 @@ def test_a_second_serve_or_run_of_a_live_ladder_exits_2_naming_it(tmp_path: Path
         assert first.returncode == 0, err.decode(errors="replace")[-2000:]
         assert [(g.status, g.attempt) for g in store.games(tid)] == [("done", 1), ("done", 1)]
         assert _lease_row(store, tid) is None
-    finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait(timeout=30)
-        kill_marked_processes(marker)
-        store.close()
     assert wait_no_marked_processes(marker) == []
 
 
