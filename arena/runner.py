@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from referee.endpoints import BotEndpoint
 from referee.match import GameReport, GameSetup
@@ -28,6 +30,7 @@ from .standings import Standings, compute_standings
 from .storage import GameTask, Store, StorageError, TournamentExistsError
 
 log = logging.getLogger("arena.runner")
+T = TypeVar("T")
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
 RATING_INTERVAL_S = 0.5  # ratings are brought up to date at most this often while games finish
 
@@ -198,6 +201,7 @@ class TournamentRunner:
         self.on_game = on_game or (lambda done: None)
         self.stopping = asyncio.Event()  # set: start no new games, let running ones finish
         self._rated_at = 0.0
+        self._db_thread: ThreadPoolExecutor | None = None  # while run() runs: where store calls go
 
     def _seats(self, task: GameTask, bots: dict[int, SeatBot]) -> list[SeatBot]:
         return [bots[position] for position in task.seat_bots]
@@ -210,50 +214,67 @@ class TournamentRunner:
             max_strikes=c.max_strikes, match_id=c.name,
         )
 
+    async def _db(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a store call on the runner's one database thread, so a slow commit never holds the
+        event loop that times the bots' answers; a single thread keeps the calls in the order they
+        are made, as when they ran on the loop."""
+        assert self._db_thread is not None
+        return await asyncio.get_running_loop().run_in_executor(self._db_thread, functools.partial(fn, *args))
+
     async def _play(self, task: GameTask, bots: dict[int, SeatBot]) -> None:
         try:
             report = await self.executor.play(self._setup(task), self._seats(task, bots))
         except asyncio.CancelledError:
+            # on the loop: a cancelled task may not get to await the database thread
             self.store.fail(task, "interrupted; to be replayed", retry=True)
             raise
         except Exception as exc:  # the referee's own failure, not a bot's: retry, then give up
             error = f"{type(exc).__name__}: {exc}"
             log.exception("game %d (attempt %d) could not be played", task.number, task.attempt)
-            self.store.fail(task, error, retry=task.attempt < MAX_ATTEMPTS)
-            self._rate()
+            await self._db(self.store.fail, task, error, task.attempt < MAX_ATTEMPTS)
+            await self._rate()
             self.on_game(GameDone(task, None, error))
             return
-        if not self.store.finish(task, report.result, report.record):
+        if not await self._db(self.store.finish, task, report.result, report.record):
             log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt)
             return
-        self._rate()
+        await self._rate()
         self.on_game(GameDone(task, report))
 
-    def _rate(self, now: bool = False) -> None:
+    async def _rate(self, now: bool = False) -> None:
         """Apply ratings at most every RATING_INTERVAL_S (each call rates every game it can, in
         order, so batching changes nothing but the cost); ``now`` forces it."""
         clock = time.monotonic()
         if now or clock - self._rated_at >= RATING_INTERVAL_S:
             self._rated_at = clock
-            self.store.apply_ratings(self.tid)
+            await self._db(self.store.apply_ratings, self.tid)
 
     async def run(self) -> None:
         """Play until no game is pending (or ``stopping`` is set and the running ones are done)."""
-        requeued = self.store.requeue_running(self.tid)
+        self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-db")
+        try:
+            await self._run()
+        finally:
+            self._db_thread.shutdown(wait=True)  # its last call (a result, a rating) is written
+            self._db_thread = None
+
+    async def _run(self) -> None:
+        requeued = await self._db(self.store.requeue_running, self.tid)
         if requeued:
             log.info("%d game(s) left running by an earlier process will be replayed", requeued)
-        self.store.apply_ratings(self.tid)
-        bots = seat_bots(self.store, self.tid)
+        await self._db(self.store.apply_ratings, self.tid)
+        bots = await self._db(seat_bots, self.store, self.tid)
         running: dict[asyncio.Task[None], GameTask] = {}
         stop_wait = asyncio.ensure_future(self.stopping.wait())
         try:
             while True:
                 if not self.stopping.is_set() and len(running) < self.concurrency:
                     busy = {position for task in running.values() for position in task.seat_bots}
-                    for task in self.store.claim(self.tid, self.concurrency - len(running), busy):
+                    claimed = await self._db(self.store.claim, self.tid, self.concurrency - len(running), busy)
+                    for task in claimed:
                         running[asyncio.create_task(self._play(task, bots), name=f"game-{task.number}")] = task
                 if not running:
-                    self._rate(now=True)
+                    await self._rate(now=True)
                     return
                 done, _ = await asyncio.wait({*running, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
                 for finished in done - {stop_wait}:

@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +35,8 @@ from rich.console import Console
 from sqlalchemy import Column, Integer, MetaData, Table, insert, inspect, select, text
 
 from arena.cli import run_tournament
-from arena.runner import current_standings, open_tournament
+from arena.executor import InProcessExecutor
+from arena.runner import TournamentRunner, current_standings, open_tournament
 from arena.config import load_config
 from arena.models import Base
 from arena.pairings import round_robin
@@ -853,3 +855,58 @@ def test_the_heartbeat_thread_renews_the_lease_and_notices_a_takeover(
         assert _lease_row(store, tid)["owner"] == "newowner"
     finally:
         store.close()
+
+
+# --- the database off the bots' event loop -----------------------------------------------------
+
+
+class ThreadRecordingStore(Store):
+    """A real Store that notes which thread made each call that writes a game or a rating."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.threads: dict[str, set[str]] = {}
+
+    def _note(self, name: str) -> None:
+        self.threads.setdefault(name, set()).add(threading.current_thread().name)
+
+    def claim(self, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        self._note("claim")
+        return super().claim(*args, **kwargs)
+
+    def finish(self, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        self._note("finish")
+        return super().finish(*args, **kwargs)
+
+    def apply_ratings(self, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        self._note("apply_ratings")
+        return super().apply_ratings(*args, **kwargs)
+
+
+def test_the_runner_keeps_database_calls_off_the_event_loop(tmp_path: Path) -> None:
+    # The referee times every answer on the event loop; a store call made there (a slow commit)
+    # would be counted against whichever bot answered meanwhile (bench/bench_slow_database.py
+    # measures it). The runner makes every claim, result and rating on its one database thread.
+    marker = new_marker()
+    path, url, tid = _quick_tournament(tmp_path, marker)
+    config = load_config(path)
+    store = ThreadRecordingStore(url)
+
+    async def main() -> None:
+        executor = InProcessExecutor(tmp_path / "logs")
+        try:
+            await TournamentRunner(store, tid, config, executor, concurrency=2).run()
+        finally:
+            await executor.close()
+
+    try:
+        asyncio.run(main())
+        assert store.counts(tid)["done"] == 2
+        assert set(store.threads) == {"claim", "finish", "apply_ratings"}
+        loop_thread = threading.current_thread().name
+        for call, names in store.threads.items():
+            assert loop_thread not in names and all(n.startswith("arena-db") for n in names), (call, names)
+    finally:
+        store.close()
+        kill_marked_processes(marker)
+    assert wait_no_marked_processes(marker) == []
