@@ -23,7 +23,7 @@ SAMPLE_BOTS = Path(__file__).resolve().parents[1] / "sample_bots"
 
 
 # The demos' lookahead bot does a fixed amount of search per move rather than a share of the clock:
-# a demo then plays the same games on any machine, however busy, and answers well within any move time.
+# its strength does not depend on how busy the machine is, and it answers well within any move time.
 DEMO_LOOKAHEAD_SAMPLES = 4
 
 
