@@ -519,11 +519,21 @@ def read_only_copy(built: Built) -> Iterator[Path]:
     """The module's finished tournament (file and database) in a folder nobody may write, the
     file and database read-only too; outside pytest's own (root-only) temporary folder, so the
     unprivileged reader can reach it."""
+    opened: list[tuple[Path, int]] = []  # folders above the checkout made passable for the reader
     if os.geteuid() == 0:
         if shutil.which("setpriv") is None:
             pytest.skip("running as root, and without setpriv there is no unprivileged user to read as")
+        # a clone in a private folder (mktemp -d makes it 0700): let others pass through (o+x, not
+        # read) the folders above the checkout for this test, as a shared checkout would
+        for folder in ROOT.parents:
+            mode = folder.stat().st_mode
+            if not mode & 0o001:
+                opened.append((folder, mode))
+                folder.chmod(mode | 0o001)
         probe = run_reader("--help")
         if probe.returncode != 0:
+            for folder, mode in opened:
+                folder.chmod(mode)
             pytest.skip(f"running as root, and user {NOBODY} cannot run this checkout's Python: {probe.stderr[-300:]}")
     base = Path(tempfile.mkdtemp(prefix="arena-readonly-", dir="/tmp"))
     base.chmod(0o755)
@@ -543,6 +553,8 @@ def read_only_copy(built: Built) -> Iterator[Path]:
         for item in (folder, *folder.iterdir()):
             item.chmod(item.stat().st_mode | 0o200)
         shutil.rmtree(base)
+        for opened_folder, mode in opened:
+            opened_folder.chmod(mode)
 
 
 def test_reading_commands_work_on_a_read_only_copy(built: Built, read_only_copy: Path,
