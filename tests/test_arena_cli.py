@@ -523,13 +523,13 @@ def read_only_copy(built: Built) -> Iterator[Path]:
     if os.geteuid() == 0:
         if shutil.which("setpriv") is None:
             pytest.skip("running as root, and without setpriv there is no unprivileged user to read as")
-        # a clone in a private folder (mktemp -d makes it 0700): let others pass through (o+x, not
-        # read) the folders above the checkout for this test, as a shared checkout would
-        for folder in ROOT.parents:
+        # a clone in a private folder (mktemp -d makes it 0700): for this test, let others read the
+        # checkout and pass through (o+x, not read) the folders above it, as a shared checkout would
+        for folder, bits in ((ROOT, 0o005), *((parent, 0o001) for parent in ROOT.parents)):
             mode = folder.stat().st_mode
-            if not mode & 0o001:
+            if mode & bits != bits:
                 opened.append((folder, mode))
-                folder.chmod(mode | 0o001)
+                folder.chmod(mode | bits)
         probe = run_reader("--help")
         if probe.returncode != 0:
             for folder, mode in opened:
