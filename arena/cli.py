@@ -21,7 +21,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from referee.errors import EndpointError
+from referee.errors import RefereeError
 from referee.render import record_lines
 from referee.rules import RulesError
 
@@ -30,7 +30,7 @@ from .config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from .console import make_console
 from .describe import failure_place, games_csv, kind_name
 from .executor import InProcessExecutor
-from .errors import UsageError, one_line, quoted, shown
+from .errors import ArenaError, UsageError, one_line, quoted, shown
 from .lease import Lease
 from .runner import (
     GameDone, TournamentRunner, available_cores, current_standings, logs_dir_for, open_tournament,
@@ -464,11 +464,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args))
-    except (ConfigError, StorageError, UsageError, EndpointError) as exc:
+    except (ArenaError, RefereeError) as exc:  # the arena's and the referee's (an endpoint, an option)
         # every problem of a tournament file, one line each (escaped again: a line stays a line)
         lines = exc.errors if isinstance(exc, ConfigError) else (str(exc),)
         sys.stderr.write("".join(f"{PROG}: error: {one_line(line)}\n" for line in lines))
-        return 2
+        return exc.exit_status
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130

@@ -30,7 +30,7 @@ from referee.errors import EndpointError
 from referee.match import FailurePolicy
 from referee.rules import Condition, InvalidOptionError, RuleOptions
 
-from .errors import one_line, quoted, shown
+from .errors import ArenaError, one_line, quoted, shown
 
 SEED_MAX = 2**63 - 1  # fits a signed 64-bit database column and the protocol's uint64
 BOT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -53,7 +53,7 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _MISSING = object()
 
 
-class ConfigError(ValueError):
+class ConfigError(ArenaError, ValueError):
     """A bad tournament file: ``errors`` holds one line per problem, each naming the file and the
     key (the CLI prints every one of them and exits 2); str(exc) is those lines."""
 

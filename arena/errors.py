@@ -3,12 +3,19 @@ keep user text (names, paths, values) from breaking that line."""
 
 from __future__ import annotations
 
+from referee.errors import EXIT_USAGE, UsageError  # one UsageError for both commands
+
+__all__ = ["ArenaError", "UsageError", "quoted", "shown", "one_line"]
+
 SHOWN_CHARACTERS = 100  # longer user text is cut in messages (a 200 kB name stays one readable line)
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
 
 
-class UsageError(Exception):
-    """A problem with what the user asked for: one line, exit status 2."""
+class ArenaError(Exception):
+    """Base of the arena's own errors (a tournament file, the database, the run lease).
+    ``exit_status`` is what the ``arena`` command exits with when one reaches it."""
+
+    exit_status = EXIT_USAGE
 
 
 def quoted(text: str, limit: int = SHOWN_CHARACTERS) -> str:

@@ -33,7 +33,7 @@ from sqlalchemy.pool import NullPool
 
 from casino.v1 import game_pb2
 
-from .errors import one_line, quoted, shown
+from .errors import ArenaError, one_line, quoted, shown
 from .models import Bot, Game, GameStatus, Rating, RatingHistory, Tournament, utcnow
 from .ratings import Rating as TrueSkillRating
 from .ratings import RatingBook, make_env
@@ -49,7 +49,7 @@ PG_INSUFFICIENT_PRIVILEGE = "42501"
 log = logging.getLogger("arena.storage")
 
 
-class StorageError(Exception):
+class StorageError(ArenaError):
     """The database cannot be used (unreachable, bad URL, a schedule that does not match)."""
 
 

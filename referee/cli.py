@@ -7,15 +7,14 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from .clock import MAX_TIME_MS
+from .errors import EXIT_USAGE, RefereeError
 from .match import MAX_GAMES
 from .match_cli import (
     MAX_DECK_BYTES,
     MAX_RECORD_BYTES,
-    UsageError,
     add_match_args,
     cmd_check,
     cmd_match,
@@ -35,7 +34,6 @@ from .rules import (
     parse_deck,
 )
 
-EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -210,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.func(args))
-    except (RulesError, UsageError) as exc:
+    except (RulesError, RefereeError) as exc:  # a bad move, deck, record, option, endpoint or address
         _usage_error(str(exc))
     except KeyboardInterrupt:
         return 130

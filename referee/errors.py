@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 
+EXIT_USAGE = 2  # the exit status of a problem with what the user asked for (option, file, address)
+
+
 class RefereeError(Exception):
-    """Base of the referee's own errors."""
+    """Base of the referee's own errors. ``exit_status`` is what a command exits with when one
+    reaches it (the one place that mapping is made; a gRPC status joins it when the service needs one)."""
+
+    exit_status = EXIT_USAGE
+
+
+class UsageError(RefereeError):
+    """A problem with what the user asked for (an option, a file, a folder): one line, exit 2.
+    The arena's commands use this one too."""
 
 
 class EndpointError(RefereeError, ValueError):

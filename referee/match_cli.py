@@ -16,7 +16,7 @@ from casino.v1 import game_pb2
 
 from .clock import TimeControl
 from .endpoints import BotEndpoint
-from .errors import EndpointError
+from .errors import EndpointError, UsageError
 from .match import FailurePolicy, GameReport, MatchReport, MatchSpec, run_match
 from .rules import RuleOptions, parse_deck
 from .rules.errors import RulesError
@@ -25,10 +25,6 @@ F = game_pb2.FailureKind
 LOG_TAIL_LINES = 15  # of a failing bot's log, printed by a check that does not keep the logs
 LOG_TAIL_BYTES = 64 * 1024  # read from the end of a log for that tail
 LOG_LINE_CHARS = 300  # a longer line of a log is cut when printed
-
-
-class UsageError(Exception):
-    """A bad option: one line, exit status 2."""
 
 
 MAX_DECK_BYTES = 64 << 10  # a deck file is 52 card codes (and perhaps comments)

@@ -7,7 +7,6 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.storage import Store
+from tests.support import run_arena  # noqa: F401  (one helper for every test module; re-exported)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_BOTS = ROOT / "sample_bots" / "python"
@@ -66,12 +66,6 @@ def arena_argv(*args: str) -> list[str]:
 
 def arena_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
-
-
-def run_arena(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the `arena` command as a real process from the repository root, to completion."""
-    return subprocess.run(arena_argv(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env=arena_env())
 
 
 def marked_processes(marker: str) -> list[tuple[int, str]]:

@@ -4,7 +4,6 @@ and its tournament file and database kept where the printed commands find them a
 from __future__ import annotations
 
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path

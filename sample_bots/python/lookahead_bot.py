@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import time
 
 from casino_bot import CasinoBot, legal_moves, run, state_from_turn, table_from_turn
