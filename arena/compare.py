@@ -24,7 +24,7 @@ from casino.v1 import game_pb2
 
 from referee.clock import TimeControl
 from referee.endpoints import BotEndpoint
-from referee.match import FailurePolicy, GameReport, GameSetup
+from referee.match import FailurePolicy, GameReport, GameSettings, GameSetup
 from referee.rules import RuleOptions
 
 from .executor import GameExecutor, SeatBot
@@ -154,10 +154,10 @@ class Comparison:
             seed = deck_seed(spec.seed, index)
         else:
             seed = deck_seed(spec.seed, 2 * index + game + (1 << 40))  # every game its own deck
-        setup = GameSetup(
-            game_id=f"{spec.label}-p{index + 1}-{'ab'[game]}", game_number=2 * index + game + 1,
-            seat_bots=[0 if c else 1 for c in cand], seed=seed, options=spec.options,
-            time_control=spec.time_control, policy=spec.policy, max_strikes=3, match_id=spec.label,
+        setup = GameSetup.build(
+            GameSettings(spec.options, spec.time_control, spec.policy), match_id=spec.label,
+            game_number=2 * index + game + 1, seat_bots=[0 if c else 1 for c in cand], seed=seed,
+            game_id=f"{spec.label}-p{index + 1}-{'ab'[game]}",
         )
         return setup, seats
 

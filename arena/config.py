@@ -27,7 +27,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from referee.clock import MAX_TIME_MS, TimeControl
 from referee.endpoints import BotEndpoint
 from referee.errors import EndpointError
-from referee.match import FailurePolicy
+from referee.match import FailurePolicy, GameSettings
 from referee.rules import Condition, InvalidOptionError, RuleOptions
 
 from .errors import ArenaError, one_line, quoted, shown
@@ -107,6 +107,11 @@ class TournamentConfig:
     seed: int
     database: str
     ladder: LadderConfig | None
+
+    @property
+    def game_settings(self) -> GameSettings:
+        """How each of the tournament's games is played (its GameSetups are built from this)."""
+        return GameSettings(self.rules, self.time_control, self.policy, self.max_strikes)
 
     def settings_fingerprint(self) -> str:
         """sha256 hex of the settings that decide the schedule and the games played.

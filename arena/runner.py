@@ -207,12 +207,8 @@ class TournamentRunner:
         return [bots[position] for position in task.seat_bots]
 
     def _setup(self, task: GameTask) -> GameSetup:
-        c = self.config
-        return GameSetup(
-            game_id=f"{c.name}-g{task.number}", game_number=task.number, seat_bots=task.seat_bots,
-            seed=task.deck_seed, options=c.rules, time_control=c.time_control, policy=c.policy,
-            max_strikes=c.max_strikes, match_id=c.name,
-        )
+        return GameSetup.build(self.config.game_settings, match_id=self.config.name, game_number=task.number,
+                               seat_bots=task.seat_bots, seed=task.deck_seed)
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a store call on the runner's one database thread, so a slow commit never holds the

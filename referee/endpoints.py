@@ -19,6 +19,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -108,6 +109,29 @@ class BotEndpoint:
         elif shutil.which(program) is None:
             raise EndpointError(f"unknown bot {spec!r}: no program {program!r} on PATH")
         return cls(spec=spec, command=argv, cwd=cwd, env=tuple(sorted((env or {}).items())))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (for a job queue to carry it); ``from_dict`` reads it back."""
+        return {"spec": self.spec, "address": self.address, "command": list(self.command), "cwd": self.cwd,
+                "env": dict(self.env)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BotEndpoint":
+        """Inverse of ``to_dict``; EndpointError on anything else. The program is not looked up
+        again: whoever made the endpoint checked it, and the machine that starts it reports a
+        missing one as a start-up failure."""
+        try:
+            address, command, env = data["address"], data["command"], data["env"]
+            if (address is None) == (not command):
+                raise EndpointError("a bot endpoint is an address or a command, not both or neither")
+            if not all(isinstance(a, str) for a in command) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+                raise EndpointError("a bot endpoint's command and env hold strings")
+            return cls(spec=str(data["spec"]), address=None if address is None else str(address),
+                       command=tuple(command), cwd=None if data["cwd"] is None else str(data["cwd"]),
+                       env=tuple(sorted(env.items())))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise EndpointError(f"malformed bot endpoint: {exc!r}") from None
 
 
 def _shown(text: str) -> str:

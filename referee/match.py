@@ -10,6 +10,7 @@ was rejected, and becomes a forfeit or a random substitute move by the match's p
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import itertools
 import json
@@ -40,6 +41,8 @@ from .rules.observation import observation
 
 log = logging.getLogger("referee.match")
 F = game_pb2.FailureKind
+SETUP_FORMAT = "royal-casino-game-setup"
+SETUP_VERSION = 1
 RECORD_FORMAT = "royal-casino-game"
 RECORD_VERSION = 1
 STARTUP_ATTEMPTS = 3  # consecutive failed starts after which a bot is given up for the match
@@ -52,6 +55,17 @@ class FailurePolicy(enum.Enum):
 
     FORFEIT = "forfeit"
     RANDOM_MOVE = "random_move"
+
+
+@dataclass(frozen=True)
+class GameSettings:
+    """How every game of a match, a tournament or a comparison is played: the rules, the clock and
+    what a failure costs."""
+
+    options: RuleOptions = field(default_factory=RuleOptions)
+    time_control: TimeControl = field(default_factory=TimeControl)
+    policy: FailurePolicy = FailurePolicy.FORFEIT
+    max_strikes: int = 3
 
 
 @dataclass(frozen=True)
@@ -91,13 +105,15 @@ class MatchSpec:
     def game_seed(self, game_number: int) -> int:
         return self.seed + game_number - 1
 
+    @property
+    def settings(self) -> GameSettings:
+        return GameSettings(self.options, self.time_control, self.policy, self.max_strikes)
+
     def game(self, match_id: str, game_number: int) -> GameSetup:
         """The setup of game ``game_number`` (1-based) of this match."""
-        return GameSetup(
-            game_id=f"{match_id}-g{game_number}", game_number=game_number, seat_bots=self.seat_bots(game_number),
-            seed=self.game_seed(game_number), options=self.options, decks=self.decks,
-            time_control=self.time_control, policy=self.policy, max_strikes=self.max_strikes, match_id=match_id,
-        )
+        return GameSetup.build(self.settings, match_id=match_id, game_number=game_number,
+                               seat_bots=self.seat_bots(game_number), seed=self.game_seed(game_number),
+                               decks=self.decks)
 
 
 @dataclass(frozen=True)
@@ -114,6 +130,44 @@ class GameSetup:
     policy: FailurePolicy = FailurePolicy.FORFEIT
     max_strikes: int = 3
     match_id: str = ""
+
+    @classmethod
+    def build(cls, settings: GameSettings, *, match_id: str, game_number: int, seat_bots: Sequence[int], seed: int,
+              decks: Sequence[Sequence[int]] = (), game_id: str | None = None) -> "GameSetup":
+        """The one place a GameSetup is made (a match's, a tournament's, a comparison's game);
+        ``game_id`` defaults to ``<match_id>-g<game_number>``."""
+        return cls(
+            game_id=game_id or f"{match_id}-g{game_number}", game_number=game_number, seat_bots=tuple(seat_bots),
+            seed=seed, options=settings.options, decks=tuple(tuple(d) for d in decks),
+            time_control=settings.time_control, policy=settings.policy, max_strikes=settings.max_strikes,
+            match_id=match_id,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (for a job queue to carry a game); ``from_dict`` reads it back."""
+        return {
+            "format": SETUP_FORMAT, "version": SETUP_VERSION, "game_id": self.game_id,
+            "game_number": self.game_number, "seat_bots": list(self.seat_bots), "seed": self.seed,
+            "options": self.options.to_dict(), "decks": [list(d) for d in self.decks],
+            "time_control": dataclasses.asdict(self.time_control), "policy": self.policy.value,
+            "max_strikes": self.max_strikes, "match_id": self.match_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GameSetup":
+        """Inverse of ``to_dict``; ValueError (RulesError for bad rule options) on anything else."""
+        if not isinstance(data, dict) or data.get("format") != SETUP_FORMAT:
+            raise ValueError(f"not a {SETUP_FORMAT} object")
+        if data.get("version") != SETUP_VERSION:
+            raise ValueError(f"{SETUP_FORMAT} version {data.get('version')!r}; this referee reads {SETUP_VERSION}")
+        try:
+            settings = GameSettings(RuleOptions.from_dict(data["options"]), TimeControl(**data["time_control"]),
+                                    FailurePolicy(data["policy"]), int(data["max_strikes"]))
+            return cls.build(settings, match_id=str(data["match_id"]), game_number=int(data["game_number"]),
+                             seat_bots=[int(b) for b in data["seat_bots"]], seed=int(data["seed"]),
+                             decks=[[int(c) for c in d] for d in data["decks"]], game_id=str(data["game_id"]))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed {SETUP_FORMAT}: {exc!r}") from None
 
     def handshake(self, games: int = 0) -> bot_pb2.Handshake:
         """The handshake a bot stream for such games opens with (``games`` 0: not known ahead)."""

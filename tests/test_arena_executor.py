@@ -12,7 +12,7 @@ from pathlib import Path
 from arena.executor import InProcessExecutor, SeatBot
 from referee.clock import TimeControl
 from referee.endpoints import BotEndpoint
-from referee.match import GameSetup
+from referee.match import GameSettings, GameSetup
 from tests.arena_support import (
     MARKER_ENV, kill_marked_processes, marked_processes, new_marker, wait_no_marked_processes,
 )
@@ -25,8 +25,8 @@ def random_bot(name: str, seed: int, marker: str) -> SeatBot:
 
 
 def setup(number: int) -> GameSetup:
-    return GameSetup(game_id=f"exec-g{number}", game_number=number, seat_bots=(0, 1), seed=number,
-                     time_control=TimeControl(move_time_ms=2000, startup_time_ms=20000))
+    settings = GameSettings(time_control=TimeControl(move_time_ms=2000, startup_time_ms=20000))
+    return GameSetup.build(settings, match_id="exec", game_number=number, seat_bots=(0, 1), seed=number)
 
 
 def test_pools_reuse_processes_and_retire_stops_only_the_bots_not_kept(tmp_path: Path) -> None:

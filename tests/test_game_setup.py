@@ -1,0 +1,93 @@
+"""A game to play, as data: the one place a GameSetup is built, and GameSetup and BotEndpoint as
+JSON that reads back to the same objects (what a job queue will carry to a worker)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from referee.clock import TimeControl
+from referee.endpoints import BotEndpoint
+from referee.errors import EndpointError
+from referee.match import FailurePolicy, GameSettings, GameSetup, MatchSpec
+from referee.rules import Condition, RuleOptions
+from referee.rules.errors import RulesError
+from tests.conftest import ROOT
+
+SETTINGS = GameSettings(RuleOptions(players=4, partnerships=False, on_twenty=Condition.MOST_SPADES, max_deals=3),
+                        TimeControl(move_time_ms=700, grace_ms=20, bank_initial_ms=900, bank_increment_ms=10,
+                                    startup_time_ms=5000),
+                        FailurePolicy.RANDOM_MOVE, 2)
+
+
+def test_build_names_the_game_after_its_match_unless_told() -> None:
+    setup = GameSetup.build(SETTINGS, match_id="cup", game_number=7, seat_bots=[3, 0, 1, 2], seed=99)
+    assert (setup.game_id, setup.game_number, setup.seat_bots, setup.seed, setup.match_id) == (
+        "cup-g7", 7, (3, 0, 1, 2), 99, "cup")
+    assert (setup.options, setup.time_control, setup.policy, setup.max_strikes) == (
+        SETTINGS.options, SETTINGS.time_control, SETTINGS.policy, SETTINGS.max_strikes)
+    named = GameSetup.build(SETTINGS, match_id="cmp", game_number=2, seat_bots=[1, 0, 1, 0], seed=5, game_id="cmp-p1-b")
+    assert named.game_id == "cmp-p1-b"
+
+
+def test_a_match_builds_its_games_through_the_same_place() -> None:
+    bots = [BotEndpoint.parse("unix:/tmp/a.sock"), BotEndpoint.parse("unix:/tmp/b.sock")]
+    spec = MatchSpec(bots=bots, games=3, seed=10, time_control=TimeControl(move_time_ms=500))
+    game = spec.game("m1", 2)
+    assert game == GameSetup.build(spec.settings, match_id="m1", game_number=2, seat_bots=[1, 0], seed=11)
+
+
+def test_game_setup_round_trips_through_json() -> None:
+    setup = GameSetup.build(SETTINGS, match_id="cup", game_number=7, seat_bots=[3, 0, 1, 2], seed=2**63,
+                            decks=[list(range(52)), list(range(51, -1, -1))], game_id="cup-g7-x")
+    data = json.loads(json.dumps(setup.to_dict()))
+    assert (data["format"], data["version"]) == ("royal-casino-game-setup", 1)
+    assert GameSetup.from_dict(data) == setup
+
+
+@pytest.mark.parametrize("change, error", [
+    (lambda d: d.update(format="something"), ValueError),
+    (lambda d: d.update(version=2), ValueError),
+    (lambda d: d.pop("seed"), ValueError),
+    (lambda d: d.update(policy="shrug"), ValueError),
+    (lambda d: d["time_control"].update(move_time_ms=0), ValueError),
+    (lambda d: d["options"].update(players=9), RulesError),
+], ids=["format", "version", "missing-seed", "policy", "time", "rules"])
+def test_a_bad_game_setup_is_refused(change, error) -> None:  # type: ignore[no-untyped-def]
+    data = GameSetup.build(SETTINGS, match_id="cup", game_number=1, seat_bots=[0, 1, 2, 3], seed=1).to_dict()
+    change(data)
+    with pytest.raises(error):
+        GameSetup.from_dict(data)
+
+
+@pytest.mark.parametrize("endpoint", [
+    BotEndpoint.parse("unix:/run/bots/a.sock"),
+    BotEndpoint.parse("127.0.0.1:50051"),
+    BotEndpoint.parse("python3 -c 'print(1)'", cwd="/tmp", env={"CASINO_BOT_SEED": "4", "A": "b c"}),
+], ids=["unix", "host-port", "command"])
+def test_bot_endpoint_round_trips_through_json(endpoint: BotEndpoint) -> None:
+    assert BotEndpoint.from_dict(json.loads(json.dumps(endpoint.to_dict()))) == endpoint
+
+
+@pytest.mark.parametrize("data", [
+    {"spec": "x", "address": "unix:/a", "command": ["python"], "cwd": None, "env": {}},
+    {"spec": "x", "address": None, "command": [], "cwd": None, "env": {}},
+    {"spec": "x", "address": None, "command": [1], "cwd": None, "env": {}},
+    {"spec": "x", "address": None, "command": ["python"], "cwd": None},
+], ids=["both", "neither", "not-strings", "missing-env"])
+def test_a_bad_endpoint_is_refused(data: dict) -> None:  # type: ignore[type-arg]
+    with pytest.raises(EndpointError):
+        BotEndpoint.from_dict(data)
+
+
+def test_only_one_place_constructs_a_game_setup() -> None:
+    # GameSetup.build is the one builder (docs/architecture.md): no other module of the referee or
+    # the arena calls the constructor
+    calls = []
+    for path in sorted([*(ROOT / "referee").rglob("*.py"), *(ROOT / "arena").rglob("*.py")]):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"\bGameSetup\(", line) and "class GameSetup" not in line:
+                calls.append(f"{path.relative_to(ROOT)}:{number}")
+    assert calls == [], calls
