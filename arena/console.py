@@ -6,6 +6,8 @@ import sys
 
 from rich.console import Console
 
+PROG = "arena"  # the command's name, first on each of its error and warning lines
+
 
 def make_console() -> Console:
     """stdout as rich sees it; a pipe or file gets 120 columns so tables are not cut."""

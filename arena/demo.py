@@ -20,7 +20,7 @@ from rich.console import Console
 
 from referee.demo import SAMPLE_BOTS, sample_bot_commands
 
-from .cli import run_tournament
+from .live_run import run_tournament
 from .config import load_config
 from .console import make_console
 from .errors import UsageError

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from rich.console import Console  # noqa: E402
 
-from arena import cli, runner, standings, storage  # noqa: E402
+from arena import live_run, runner, standings, storage  # noqa: E402
 from arena.config import load_config  # noqa: E402
 
 BOOKKEEPING = {"cpu": 0.0}
@@ -57,7 +57,7 @@ def _instrument() -> None:
                  "update_bot_specs", "upgrade"):
         setattr(storage.Store, name, _timed(getattr(storage.Store, name)))
     runner.compute_standings = _timed(standings.compute_standings)  # type: ignore[attr-defined]
-    cli.standings_table = _timed(standings.standings_table)  # type: ignore[attr-defined]
+    live_run.fitting_standings_table = _timed(standings.fitting_standings_table)  # type: ignore[attr-defined]
 
 
 def tournament_file(folder: Path, games_per_pairing: int, concurrency: int, database: str | None) -> Path:
@@ -119,7 +119,7 @@ def one_run(games_per_pairing: int, concurrency: int, database: str | None) -> d
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_before, wall_before = time.process_time(), time.perf_counter()
         with BotMemorySampler() as sampler:
-            status = asyncio.run(cli.run_tournament(config, Console(file=io.StringIO(), width=120)))
+            status = asyncio.run(live_run.run_tournament(config, Console(file=io.StringIO(), width=120)))
         wall = time.perf_counter() - wall_before
         cpu = time.process_time() - cpu_before
         children = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from arena.cli import run_tournament
+from arena.live_run import run_tournament
 from arena.config import load_config
 from tests.conftest import bot_processes, python_bot_command
 from tests.support import ROOT, run_arena, table_rows

@@ -34,7 +34,7 @@ from alembic.migration import MigrationContext
 from rich.console import Console
 from sqlalchemy import Column, Integer, MetaData, Table, insert, inspect, select, text
 
-from arena.cli import run_tournament
+from arena.live_run import run_tournament
 from arena.executor import InProcessExecutor
 from arena.runner import TournamentRunner, current_standings, open_tournament
 from arena.config import load_config
