@@ -19,7 +19,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -208,6 +208,28 @@ class BotProcess:
             _LIVE_GROUPS.discard(pgid)
             if self.address.startswith("unix:"):
                 Path(self.address[len("unix:"):]).unlink(missing_ok=True)
+
+
+class Launcher(Protocol):
+    """Starts a bot's process for a slot: the seam where other ways of running a bot (a sandbox)
+    plug in. Today's implementation is ``LocalLauncher``."""
+
+    async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path) -> BotProcess:
+        """Start ``endpoint``'s command listening on ``address``, its output to ``log_path``;
+        OSError when it cannot be started."""
+        ...
+
+
+class LocalLauncher:
+    """Starts a bot as a child process of the referee, in its own process group (``BotProcess``)."""
+
+    async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path) -> BotProcess:
+        process = BotProcess(endpoint, address, log_path)
+        await process.start()
+        return process
+
+
+LOCAL_LAUNCHER = LocalLauncher()
 
 
 def _signal_group(pgid: int, sig: int) -> None:

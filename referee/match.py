@@ -24,17 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from google.protobuf import json_format
 
 from casino.v1 import bot_pb2, game_pb2, referee_pb2
 
 from .clock import MONOTONIC, Clock, GameClock, TimeControl
 from .connection import BotConnection, StreamFailure, preview
 from .convert import PROTOCOL_VERSION, move_from_pb, options_to_pb, public_play_field, turn_request_bytes
-from .endpoints import CHANNEL_OPTIONS, BotEndpoint, BotProcess, wait_healthy
+from .endpoints import CHANNEL_OPTIONS, LOCAL_LAUNCHER, BotEndpoint, BotProcess, Launcher, wait_healthy
+from .game_record import SeatRecord, referee_record
 from .names import clean_name, clean_version
 from .outcome import forfeit_result, normal_result
-from .rules import GameState, Move, RuleOptions, apply, game_record, legal_moves, new_game, parse_move
+from .rules import GameState, Move, RuleOptions, apply, legal_moves, new_game, parse_move
 from .rules.errors import RulesError
 from .rules.legal import explain_illegal
 from .rules.observation import observation
@@ -43,8 +43,6 @@ log = logging.getLogger("referee.match")
 F = game_pb2.FailureKind
 SETUP_FORMAT = "royal-casino-game-setup"
 SETUP_VERSION = 1
-RECORD_FORMAT = "royal-casino-game"
-RECORD_VERSION = 1
 STARTUP_ATTEMPTS = 3  # consecutive failed starts after which a bot is given up for the match
 MAX_GAMES = 1_000_000  # games in one match (the Handshake says how many, as a uint32)
 MAX_SEED = 2**64 - 1  # game seeds travel as uint64 (GameStarted.seed)
@@ -224,9 +222,10 @@ class BotSlot:
     """One bot of the match: its endpoint, process, channel and stream."""
 
     def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path, label: str = "",
-                 name: str = "", clock: Clock = MONOTONIC) -> None:
+                 name: str = "", clock: Clock = MONOTONIC, launcher: Launcher = LOCAL_LAUNCHER) -> None:
         self.index = index
         self.clock = clock  # times its start-up and, through its connection, every answer
+        self.launcher = launcher  # starts its process (for a command endpoint)
         self.endpoint = endpoint
         self.label = label or f"bot{index}"  # names its log file and sockets
         self.given_name = name  # what the caller (a tournament) calls the bot; shown instead of its own
@@ -272,9 +271,8 @@ class BotSlot:
         address = self.endpoint.address
         if self.endpoint.is_process:
             address = f"unix:{self._socket_dir / f'{self.label}-{self.starts}.sock'}"
-            self.process = BotProcess(self.endpoint, address, self.log_path)
             try:
-                await self.process.start()
+                self.process = await self.launcher.launch(self.endpoint, address, self.log_path)
             except OSError as exc:
                 return await self._startup_failed(f"cannot start {self.endpoint.spec!r}: {exc}")
         assert address is not None
@@ -330,9 +328,11 @@ def _discard(event: referee_pb2.RunMatchResponse) -> None:
     """The default event sink."""
 
 
-async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MONOTONIC) -> MatchReport:
+async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MONOTONIC,
+                    launcher: Launcher = LOCAL_LAUNCHER) -> MatchReport:
     """Play every game of ``spec``; bots are stopped on every path, errors and cancellation included.
-    ``clock`` times every start-up and answer (tests drive a ManualClock)."""
+    ``clock`` times every start-up and answer (tests drive a ManualClock); ``launcher`` starts the
+    bots' processes."""
     emit = emit or _discard
     match_id = spec.match_id or uuid.uuid4().hex[:12]
     logs_dir = spec.logs_dir / match_id if spec.logs_dir else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
@@ -340,7 +340,8 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MO
     if spec.records_dir:
         spec.records_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="casino-sock-") as socket_dir:
-        slots = [BotSlot(i, ep, logs_dir, Path(socket_dir), clock=clock) for i, ep in enumerate(spec.bots)]
+        slots = [BotSlot(i, ep, logs_dir, Path(socket_dir), clock=clock, launcher=launcher)
+                 for i, ep in enumerate(spec.bots)]
         try:
             handshake = spec.game(match_id, 1).handshake(spec.games)
             await asyncio.gather(*(slot.ensure_ready(handshake, spec.time_control) for slot in slots))
@@ -498,22 +499,13 @@ async def play_game(
             await slot.connection.send(end, send_s)  # type: ignore[union-attr]
     emit(referee_pb2.RunMatchResponse(game_result=result))
     log.info("game %s: %s %s", game_id, result.reason, list(result.ranks))
-    record = {
-        "format": RECORD_FORMAT,
-        "version": RECORD_VERSION,
-        "game_id": game_id,
-        "match_id": match_id,
-        "game_number": number,
-        "seats": [{"seat": s, "bot": seat_bots[s], "name": seats[s].name, "hello_name": seats[s].hello_name,
-                   "version": seats[s].version, "endpoint": seats[s].endpoint.spec} for s in range(n)],
-        "time_control": json_format.MessageToDict(control.to_pb(), always_print_fields_with_no_presence=True),
-        "failure_policy": spec.policy.value,
-        "max_strikes": spec.max_strikes,
-        "engine": game_record(state),
-        "timings_us": timings,
-        "failures": [json_format.MessageToDict(f, always_print_fields_with_no_presence=True) for f in failures],
-        "result": json_format.MessageToDict(result, always_print_fields_with_no_presence=True),
-    }
+    record = referee_record(
+        game_id=game_id, match_id=match_id, game_number=number,
+        seats=[SeatRecord(s, seat_bots[s], seats[s].name, seats[s].hello_name, seats[s].version, seats[s].endpoint.spec)
+               for s in range(n)],
+        time_control=control, policy=spec.policy.value, max_strikes=spec.max_strikes, state=state,
+        timings_us=timings, failures=failures, result=result,
+    )
     return GameReport(game_id, number, seat_bots, result, record)
 
 

@@ -1,0 +1,59 @@
+"""The referee's record of one game: the engine's record of the play (the decks and every move,
+``referee.rules.game_record``) wrapped with who sat where, the clock, the failure policy, each
+play's response time, every failure and the result (docs/protocol.md, section 8)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+
+from casino.v1 import game_pb2
+
+from .clock import TimeControl
+from .rules import GameState, game_record
+
+RECORD_FORMAT = "royal-casino-game"
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRecord:
+    """Who sat at a seat: the caller's bot number, the name shown for it (the tournament's, else
+    its own), the name and version it gave in its Hello (cleaned), and how it was reached."""
+
+    seat: int
+    bot: int
+    name: str
+    hello_name: str
+    version: str
+    endpoint: str
+
+
+def _as_dict(message: Any) -> dict[str, Any]:
+    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+
+
+def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequence[SeatRecord],
+                   time_control: TimeControl, policy: str, max_strikes: int, state: GameState,
+                   timings_us: list[list[int]], failures: Sequence[game_pb2.Failure],
+                   result: game_pb2.GameResult) -> dict[str, Any]:
+    """The JSON-serialisable record of a finished (or forfeited) game."""
+    return {
+        "format": RECORD_FORMAT,
+        "version": RECORD_VERSION,
+        "game_id": game_id,
+        "match_id": match_id,
+        "game_number": game_number,
+        "seats": [{"seat": s.seat, "bot": s.bot, "name": s.name, "hello_name": s.hello_name, "version": s.version,
+                   "endpoint": s.endpoint} for s in seats],
+        "time_control": _as_dict(time_control.to_pb()),
+        "failure_policy": policy,
+        "max_strikes": max_strikes,
+        "engine": game_record(state),
+        "timings_us": timings_us,
+        "failures": [_as_dict(f) for f in failures],
+        "result": _as_dict(result),
+    }
