@@ -21,7 +21,7 @@ from .runner import (
     GameDone, TournamentRunner, available_cores, current_standings, logs_dir_for, open_tournament,
     oversubscription_warning,
 )
-from .standings import fitting_standings_table, head_to_head_table
+from .standings import Standings, fitting_standings_table, head_to_head_table
 from .storage import Store
 
 
@@ -65,8 +65,10 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         live_table = fitting_standings_table(console, current_standings(store, tid), "standings")
         failures: list[str] = []
 
+        refreshing: asyncio.Future[Standings] | None = None  # the live standings being computed
+
         def on_game(done: GameDone) -> None:
-            nonlocal played, table_at, line_at, live_table
+            nonlocal played, table_at, line_at, refreshing
             played += 1
             now = time.monotonic()
             rate = played / max(now - started, 1e-9)
@@ -76,9 +78,18 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
                 console.print(f"{settled + played}/{total} games, {rate:.1f} games/s")
             if done.report is None:
                 failures.append(f"game {done.task.number}: {done.error}")
-            if console.is_terminal and now - table_at >= refresh_s:  # standings cost a query: not every game
+            if console.is_terminal and now - table_at >= refresh_s and refreshing is None:
+                # standings cost a query over every game: not every game, and never on the loop
+                # that times the bots (a thread computes them; the display takes them when ready)
                 table_at = now
-                live_table = fitting_standings_table(console, current_standings(store, tid), "standings")
+                refreshing = asyncio.ensure_future(asyncio.to_thread(current_standings, store, tid))
+                refreshing.add_done_callback(show_standings)
+
+        def show_standings(task: asyncio.Future[Standings]) -> None:
+            nonlocal live_table, refreshing
+            refreshing = None
+            if not task.cancelled() and task.exception() is None:
+                live_table = fitting_standings_table(console, task.result(), "standings")
                 live.update(Group(progress, live_table))
 
         runner = TournamentRunner(store, tid, config, executor, concurrency, on_game)
@@ -111,6 +122,8 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
                         await runner.run()
                     except asyncio.CancelledError:
                         pass
+                    if refreshing is not None:  # let the last refresh land before the store closes
+                        await asyncio.wait([refreshing])
                     live.update(Group(progress))
             else:  # a log or a pipe: a plain line every few seconds instead of a live display
                 try:

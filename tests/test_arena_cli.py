@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import tempfile
 import time
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from arena import live_run
 from arena.live_run import run_tournament
 from arena.config import load_config
 from tests.conftest import bot_processes, python_bot_command
@@ -218,6 +220,34 @@ def test_progress_in_a_pipe_is_timed_and_ends_with_the_last_game(tmp_path: Path,
     assert status == 0, out.getvalue()[-2000:]
     progress = [m.groups() for m in map(PROGRESS_LINE.match, out.getvalue().splitlines()) if m]
     assert progress == [(str(n), "4") for n in lines]
+    assert wait_no_bots(("sample_bots/python/",)) == []
+
+
+def test_live_standings_on_a_terminal_are_computed_off_the_loop(tmp_path: Path) -> None:
+    """On a terminal the live standings refresh (here after every game: ``refresh_s`` 0) in a
+    thread, never on the loop that times the bots; each refresh reaches the display, and the run
+    ends with the final tables. In-process, real bots and database, a console that is a terminal."""
+    path = tmp_path / "live.toml"
+    path.write_text(tournament_text("live", two_bots("greedy", "other")), encoding="utf-8")
+    out = io.StringIO()
+    computed: list[str] = []
+    real = live_run.current_standings
+
+    def noting(store, tid):  # type: ignore[no-untyped-def]
+        computed.append(threading.current_thread().name)
+        return real(store, tid)
+
+    live_run.current_standings = noting  # type: ignore[assignment]
+    try:
+        console = Console(file=out, width=120, force_terminal=True)
+        status = asyncio.run(run_tournament(load_config(path), console, refresh_s=0.0))
+    finally:
+        live_run.current_standings = real  # type: ignore[assignment]
+    assert status == 0, out.getvalue()[-2000:]
+    loop_thread = threading.current_thread().name
+    refreshes = computed[1:-1]  # the first (before the run) and the last (the final table) are not live
+    assert refreshes and loop_thread not in refreshes, computed
+    assert "live: standings after 2 games" in out.getvalue()
     assert wait_no_bots(("sample_bots/python/",)) == []
 
 
