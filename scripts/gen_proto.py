@@ -2,7 +2,7 @@
 
 Usage: python scripts/gen_proto.py [--out DIR]
 
-Needs the pinned generators of the ``dev`` extra (grpcio-tools, mypy-protobuf); tests/test_proto.py
+Needs the pinned generators of the ``dev`` extra (grpcio-tools, mypy-protobuf); tests/docs/test_proto.py
 regenerates into a temporary folder and fails when the committed files differ.
 """
 

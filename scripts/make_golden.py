@@ -3,7 +3,7 @@
 
 Run from the repository root:  python scripts/make_golden.py [NAME ...]
 Only do this when a change of the transcripts is intended (a rules change, a new render
-format); tests/test_golden.py compares the engine's output with these files.
+format); tests/rules/test_golden.py compares the engine's output with these files.
 """
 
 from __future__ import annotations

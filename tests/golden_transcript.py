@@ -1,5 +1,5 @@
 """Golden transcripts of seeded games: the one function that writes them, shared by
-scripts/make_golden.py (which writes tests/golden/<name>.txt) and tests/test_golden.py (which
+scripts/make_golden.py (which writes tests/golden/<name>.txt) and tests/rules/test_golden.py (which
 regenerates each transcript in memory and compares it with the file).
 
 A transcript is the whole game between built-in random players (referee.players.RandomPlayer,

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "how-to-write-a-bot.md").read_text(encoding="utf-8")
 BOT_PATH = "sample_bots/python/my_bot.py"
 

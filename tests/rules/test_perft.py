@@ -25,7 +25,7 @@ from referee.rules.cards import ALL_CARDS, CODE
 from tests.reference.casino_reference import reference_perft, reference_perft_divide
 from tests.support import run_referee
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DECKS = ROOT / "tests" / "data" / "decks"
 
 # (deck, players, partnerships, depth, expected) -- expected from reference_perft.

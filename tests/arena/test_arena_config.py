@@ -26,7 +26,7 @@ from referee.clock import TimeControl
 from referee.match import FailurePolicy
 from referee.rules import Condition, RuleOptions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PYTHON = json.dumps(shlex.join([sys.executable, "bot.py"]))  # a command whose program exists, as a TOML string
 TWO_BOTS = f"""
 [[bots]]

@@ -31,7 +31,7 @@ from tests.arena_support import (
     MARKER_ENV, kill_marked_processes, marked_processes, toml_value, wait_no_marked_processes,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_BOTS = ROOT / "sample_bots" / "python"
 WAIT_S = 120.0  # bound of every wait for a round or a process: generous for a loaded 2-core machine
 TIME = {"move_ms": 2000, "startup_ms": 20000}  # a move time no sample bot can miss on a loaded machine

@@ -19,7 +19,7 @@ from referee.match import STARTUP_ATTEMPTS
 from tests.conftest import ROOMY_TIME, builtin_bot_command, python_bot_command
 from tests.support import run_referee
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RULES_DOC = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
 
 
@@ -31,8 +31,8 @@ def test_rules_doc_states_every_rule() -> None:
 
 def test_rules_doc_links_only_existing_tests() -> None:
     """Every ``scenarios::ID`` and ``deal::NAME`` reference names a real case or test."""
-    scenarios = (ROOT / "tests" / "test_scenarios.py").read_text(encoding="utf-8")
-    deal = (ROOT / "tests" / "test_deal_and_scoring.py").read_text(encoding="utf-8")
+    scenarios = (ROOT / "tests" / "rules" / "test_scenarios.py").read_text(encoding="utf-8")
+    deal = (ROOT / "tests" / "rules" / "test_deal_and_scoring.py").read_text(encoding="utf-8")
     missing = []
     for name, wildcard in re.findall(r"scenarios::([a-z0-9_-]+)([*…]?)", RULES_DOC):
         if wildcard or name.endswith("-"):
@@ -47,8 +47,8 @@ def test_rules_doc_links_only_existing_tests() -> None:
 
 def test_every_rule_has_a_named_test() -> None:
     """Each rule number 2-18 names at least one test (rule 1 is covered through rules 6 and 8)."""
-    scenarios = (ROOT / "tests" / "test_scenarios.py").read_text(encoding="utf-8")
-    deal = (ROOT / "tests" / "test_deal_and_scoring.py").read_text(encoding="utf-8")
+    scenarios = (ROOT / "tests" / "rules" / "test_scenarios.py").read_text(encoding="utf-8")
+    deal = (ROOT / "tests" / "rules" / "test_deal_and_scoring.py").read_text(encoding="utf-8")
     for n in range(2, 19):
         tag = f"r{n:02d}"
         assert f'"{tag}-' in scenarios or f"def test_{tag}_" in deal, f"no test names rule {n}"

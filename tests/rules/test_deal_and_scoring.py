@@ -183,7 +183,7 @@ def test_r04_deal_four_table_cards_then_blocks_of_four_leader_first(players):
 
 def test_r04_sorted_deck_gives_known_hands():
     """Rule 4: with the canonical deck the table is the Aces and seat 0 gets the 2s, seat 1 the 3s."""
-    deck = parse_deck((Path(__file__).parent / "data" / "decks" / "sorted.txt").read_text())
+    deck = parse_deck((Path(__file__).resolve().parents[1] / "data" / "decks" / "sorted.txt").read_text())
     st = new_game(TWO, decks=[deck])
     assert st.loose == cards("AC AD AH AS")
     assert st.hands[0] == cards("2C 2D 2H 2S")

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support import run_referee
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DECK = ROOT / "tests" / "data" / "decks" / "seed-11.txt"
 
 RESULT_LINE = re.compile(r"^(draw|P\d(\+P\d)? wins) \((target_reached|condition_met|max_deals)\) after (\d+) deal\(s\): (P\d(\+P\d)?=\d+ ?)+$")
