@@ -23,12 +23,10 @@ from referee.rules import RulesError
 from .compare_cli import add_compare_parser, add_gauntlet_parser
 from .config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from .console import PROG, make_console
-from .live_run import run_tournament, warn_if_oversubscribed  # noqa: F401  (run_tournament: also for scripts)
 from .describe import failure_place, games_csv, kind_name
 from .errors import ArenaError, UsageError, one_line, quoted, shown
-from .runner import (
-    current_standings, open_tournament,
-)
+from .live_run import run_tournament, warn_if_oversubscribed  # noqa: F401  (run_tournament: also for scripts)
+from .runner import current_standings, open_tournament
 from .standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
 from .storage import NoDatabaseError, Store, StorageError
 

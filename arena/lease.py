@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from .errors import quoted, shown
 from .models import RunLease as LeaseRow
 from .models import utcnow
-from .storage import Store, StorageError
+from .storage import Store, StorageError, first_line
 
 log = logging.getLogger("arena.lease")
 HEARTBEAT_S = 10.0  # how often the holder renews its lease
@@ -125,9 +125,8 @@ class Lease:
             except (_Raced, IntegrityError, OperationalError) as exc:
                 # another process wrote the lease between our read and our write: look again
                 if attempt == ACQUIRE_TRIES - 1:
-                    why = str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__]
                     raise StorageError(f"cannot take the lease of tournament {quoted(name)} in "
-                                       f"{store.url_for_people}: {why[0]}") from None
+                                       f"{store.url_for_people}: {first_line(exc)}") from None
                 time.sleep(0.05 * (attempt + 1))
                 continue
             lease = cls(store, tid, owner)
@@ -152,7 +151,7 @@ class Lease:
             try:
                 ours = self.beat()
             except SQLAlchemyError as exc:  # a busy or unreachable database: try again at the next beat
-                log.warning("lease heartbeat failed (will retry): %s", str(exc).splitlines()[0])
+                log.warning("lease heartbeat failed (will retry): %s", first_line(exc))
                 continue
             if not ours:
                 log.error("another process took over this tournament's lease: no new games are started here")
@@ -169,7 +168,7 @@ class Lease:
             with self.store.engine.begin() as conn:
                 conn.execute(delete(LeaseRow).where(LeaseRow.tournament_id == self.tid, LeaseRow.owner == self.owner))
         except SQLAlchemyError as exc:  # left behind: the next start takes it over (pid gone, or expiry)
-            log.warning("could not release the lease: %s", str(exc).splitlines()[0])
+            log.warning("could not release the lease: %s", first_line(exc))
 
 
 class _Raced(Exception):

@@ -64,7 +64,6 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         table_at, line_at = 0.0, started
         live_table = fitting_standings_table(console, current_standings(store, tid), "standings")
         failures: list[str] = []
-
         refreshing: asyncio.Future[Standings] | None = None  # the live standings being computed
 
         def on_game(done: GameDone) -> None:

@@ -184,7 +184,7 @@ def _create_database(url: str) -> None:
         if state == PG_INSUFFICIENT_PRIVILEGE:
             raise StorageError(f"{where} and user {quoted(parsed.username or '')} may not create it: create it "
                                f"first (createdb {shlex.quote(name)}, or CREATE DATABASE as a user who may)") from None
-        raise StorageError(f"{where} and it could not be created: {_first_line(exc)}") from None
+        raise StorageError(f"{where} and it could not be created: {first_line(exc)}") from None
     finally:
         admin.dispose()
 
@@ -244,11 +244,11 @@ class Store:
             self._migrate()
         except OperationalError as exc:
             if _sqlstate(exc) != PG_NO_SUCH_DATABASE:
-                raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+                raise StorageError(f"cannot use database {describe_url(self.url)}: {first_line(exc)}") from None
             _create_database(self.url)
             self._migrate_or_fail()
         except SQLAlchemyError as exc:
-            raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {first_line(exc)}") from None
 
     def _migrate(self) -> None:
         cfg = _alembic_config()
@@ -260,7 +260,7 @@ class Store:
         try:
             self._migrate()
         except SQLAlchemyError as exc:
-            raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {first_line(exc)}") from None
 
     def _check_readable(self) -> None:
         """For reading: the schema is one the reading commands understand; nothing is written."""
@@ -270,9 +270,9 @@ class Store:
         except OperationalError as exc:
             if _sqlstate(exc) == PG_NO_SUCH_DATABASE:
                 raise NoDatabaseError(f"database {describe_url(self.url)} does not exist") from None
-            raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {first_line(exc)}") from None
         except SQLAlchemyError as exc:
-            raise StorageError(f"cannot use database {describe_url(self.url)}: {_first_line(exc)}") from None
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {first_line(exc)}") from None
         if current is None:
             raise NoDatabaseError(f"no arena tables in {describe_url(self.url)}")
         readable = _readable_revisions()
@@ -578,6 +578,7 @@ def _outcome(g: GameRow, names: dict[int, str], players: int) -> GameOutcome:
     return GameOutcome.from_result(g.number, tuple(names[p] for p in g.seat_bots), sides_of(players), result)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of a database error (the driver's message when there is one), for one-line errors."""
     text = str(getattr(exc, "orig", None) or exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

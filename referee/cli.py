@@ -43,9 +43,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def _usage_error(message: str) -> NoReturn:
+def _usage_error(message: str, status: int = EXIT_USAGE) -> NoReturn:
     sys.stderr.write(f"referee: error: {message}\n")
-    raise SystemExit(EXIT_USAGE)
+    raise SystemExit(status)
 
 
 def _options(args: argparse.Namespace) -> RuleOptions:
@@ -208,8 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.func(args))
-    except (RulesError, RefereeError) as exc:  # a bad move, deck, record, option, endpoint or address
+    except RulesError as exc:  # a bad move, deck or record
         _usage_error(str(exc))
+    except RefereeError as exc:  # a bad option, endpoint or address: its own exit status
+        _usage_error(str(exc), exc.exit_status)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`
