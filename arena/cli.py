@@ -17,7 +17,7 @@ from typing import NoReturn
 
 
 from referee.errors import RefereeError
-from referee.render import record_lines
+from referee.cli.render import record_lines
 from referee.rules import RulesError
 
 from .compare_cli import add_compare_parser, add_gauntlet_parser
@@ -212,7 +212,7 @@ def cmd_bots(args: argparse.Namespace) -> int:
     try:
         tid = tid or store.tournament_id(config.name) or open_tournament(store, config, schedule_games=False)
         if args.action == "add":
-            from referee.endpoints import BotEndpoint
+            from referee.bots.endpoint import BotEndpoint
 
             if not BOT_NAME.fullmatch(args.name):  # the file's rule: names also name log files
                 raise UsageError("a bot name must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, "

@@ -23,8 +23,9 @@ from typing import Any
 from casino.v1 import game_pb2
 
 from referee.clock import TimeControl
-from referee.endpoints import BotEndpoint
-from referee.match import FailurePolicy, GameReport, GameSettings, GameSetup
+from referee.bots.endpoint import BotEndpoint
+from referee.match.spec import FailurePolicy, GameSettings, GameSetup
+from referee.match.report import GameReport
 from referee.rules import RuleOptions
 
 from .executor import GameExecutor, SeatBot

@@ -25,9 +25,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from referee.clock import MAX_TIME_MS, TimeControl
-from referee.endpoints import BotEndpoint
+from referee.bots.endpoint import BotEndpoint
 from referee.errors import EndpointError
-from referee.match import FailurePolicy, GameSettings
+from referee.match.spec import FailurePolicy, GameSettings
 from referee.rules import Condition, InvalidOptionError, RuleOptions
 
 from .errors import ArenaError, one_line, quoted, shown

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from referee.demo import SAMPLE_BOTS, sample_bot_commands
+from referee.cli.demo import SAMPLE_BOTS, sample_bot_commands
 
 from .live_run import run_tournament
 from .config import load_config

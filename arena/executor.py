@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from referee.endpoints import BotEndpoint
-from referee.match import BotSlot, GameReport, GameSetup, play_game
+from referee.bots.endpoint import BotEndpoint
+from referee.bots.slot import BotSlot
+from referee.match.report import GameReport
+from referee.match.spec import GameSetup
+from referee.match.game import play_game
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from referee.endpoints import BotEndpoint
-from referee.match import GameReport, GameSetup
+from referee.bots.endpoint import BotEndpoint
+from referee.match.report import GameReport
+from referee.match.spec import GameSetup
 
 from .config import TournamentConfig
 from .errors import quoted

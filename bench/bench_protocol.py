@@ -2,7 +2,7 @@
 
 Usage: python bench/bench_protocol.py [--round-trips N] [--games N] [--concurrency K] [--runs R]
 
-1. Bare round trip: one stream to ``python -m referee.builtin_bot`` over a unix socket; the
+1. Bare round trip: one stream to ``python -m referee.bots.builtin`` over a unix socket; the
    client sends a Turn with one legal move and waits for the answer, N times.
 2. Referee per move: a match of random Python bots (the same built-in bot) through run_match:
    wall time per play, and the referee's share = that minus the median bare round trip.
@@ -26,12 +26,16 @@ import grpc  # noqa: E402
 
 from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2  # noqa: E402
 from referee.clock import TimeControl  # noqa: E402
-from referee.endpoints import CHANNEL_OPTIONS, BotEndpoint, BotProcess, wait_healthy  # noqa: E402
-from referee.match import MatchSpec, run_match  # noqa: E402
+from referee.wire.connection import CHANNEL_OPTIONS
+from referee.bots.endpoint import BotEndpoint
+from referee.bots.launcher import BotProcess
+from referee.bots.health import wait_healthy  # noqa: E402
+from referee.match.spec import MatchSpec
+from referee.match.run import run_match  # noqa: E402
 from referee.rules import RuleOptions  # noqa: E402
 
 BOTS = {
-    "builtin": f"{sys.executable} -m referee.builtin_bot",
+    "builtin": f"{sys.executable} -m referee.bots.builtin",
     "sdk-random": f"{sys.executable} {Path(__file__).resolve().parents[1] / 'sample_bots' / 'python' / 'random_bot.py'}",
 }
 BOT = BOTS["builtin"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 EXIT_USAGE = 2  # the exit status of a problem with what the user asked for (option, file, address)
 
 

@@ -39,7 +39,7 @@ from referee.clock import TimeControl
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTED_BOT = ROOT / "tests" / "bots" / "scripted_bot.py"
 NODE_BOT_DIR = ROOT / "sample_bots" / "node"
-BOT_PATTERNS = ("scripted_bot.py", "referee.builtin_bot")
+BOT_PATTERNS = ("scripted_bot.py", "referee.bots.builtin")
 NPM_CI_TIMEOUT_S = 300
 
 # Every process this session starts inherits this variable (the referee passes its environment
@@ -69,7 +69,7 @@ def python_bot_command(mode: str, after: int = 3) -> str:
 
 
 def builtin_bot_command(seed: int = 0) -> str:
-    return shlex.join([sys.executable, "-m", "referee.builtin_bot", "--seed", str(seed)])
+    return shlex.join([sys.executable, "-m", "referee.bots.builtin", "--seed", str(seed)])
 
 
 @pytest.fixture

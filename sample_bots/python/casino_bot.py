@@ -47,7 +47,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2
-from referee.convert import PROTOCOL_VERSION, observation_to_pb, options_from_pb
+from referee.wire.convert import PROTOCOL_VERSION, observation_to_pb, options_from_pb
 from referee.rules import (
     Build, Condition, GameState, Move, MoveKind, RuleOptions, apply, observation, parse_card, parse_move,
 )

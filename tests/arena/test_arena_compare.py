@@ -145,7 +145,7 @@ def test_score_game_counts_wins_draws_and_forfeits() -> None:
     """The candidate's game score and point margin from a result: a win, a shared top (draw), a
     forfeit by either side (±11 points, the whole deal), and 4-player teams (seats 0+2)."""
     from casino.v1 import game_pb2
-    from referee.match import GameReport
+    from referee.match.report import GameReport
     from arena.compare import FORFEIT_MARGIN, candidate_seats, score_game
 
     def report(scores: list[int], ranks: list[int], winner: int, forfeit_seat: int | None = None) -> GameReport:

@@ -23,7 +23,7 @@ from arena.config import (
     parse_duration,
 )
 from referee.clock import TimeControl
-from referee.match import FailurePolicy
+from referee.match.spec import FailurePolicy
 from referee.rules import Condition, RuleOptions
 
 ROOT = Path(__file__).resolve().parents[2]

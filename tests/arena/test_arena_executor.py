@@ -11,8 +11,8 @@ from pathlib import Path
 
 from arena.executor import InProcessExecutor, SeatBot
 from referee.clock import TimeControl
-from referee.endpoints import BotEndpoint
-from referee.match import GameSettings, GameSetup
+from referee.bots.endpoint import BotEndpoint
+from referee.match.spec import GameSettings, GameSetup
 from tests.arena_support import (
     MARKER_ENV, kill_marked_processes, marked_processes, new_marker, wait_no_marked_processes,
 )

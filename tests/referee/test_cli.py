@@ -1,4 +1,4 @@
-"""The ``referee`` command line (referee/cli.py), run as ``python -m referee.cli`` in a subprocess:
+"""The ``referee`` command line (referee/cli/main.py), run as ``python -m referee.cli`` in a subprocess:
 ``play`` prints a seeded game, ``--record`` writes a record that ``replay`` accepts, and bad
 records or arguments exit with status 2 and one ``error:`` line on stderr."""
 

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from referee.clock import TimeControl
-from referee.endpoints import BotEndpoint
+from referee.bots.endpoint import BotEndpoint
 from referee.errors import EndpointError
-from referee.match import FailurePolicy, GameSettings, GameSetup, MatchSpec
+from referee.match.spec import FailurePolicy, GameSettings, GameSetup, MatchSpec
 from referee.rules import Condition, RuleOptions
 from referee.rules.errors import RulesError
 from tests.conftest import ROOT

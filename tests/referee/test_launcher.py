@@ -8,8 +8,10 @@ import asyncio
 from pathlib import Path
 
 from casino.v1 import game_pb2
-from referee.endpoints import LOCAL_LAUNCHER, BotEndpoint, BotProcess
-from referee.match import MatchSpec, run_match
+from referee.bots.launcher import LOCAL_LAUNCHER, BotProcess
+from referee.bots.endpoint import BotEndpoint
+from referee.match.spec import MatchSpec
+from referee.match.run import run_match
 from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command
 
 

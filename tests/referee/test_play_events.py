@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 from referee.clock import TimeControl
-from referee.endpoints import BotEndpoint
-from referee.match import MatchSpec, run_match
+from referee.bots.endpoint import BotEndpoint
+from referee.match.spec import MatchSpec
+from referee.match.run import run_match
 from referee.rules import RuleOptions
 from tests.conftest import SCRIPTED_BOT
 
@@ -39,7 +40,7 @@ def test_turn_bytes_built_from_kept_plays_equal_the_engine_turn() -> None:
     import random
 
     from casino.v1 import bot_pb2
-    from referee.convert import public_play_field, turn_request_bytes, turn_to_pb
+    from referee.wire.convert import public_play_field, turn_request_bytes, turn_to_pb
     from referee.rules import apply, legal_moves, new_game
     from referee.rules.observation import observation
 

@@ -31,8 +31,10 @@ import pytest
 
 from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2, referee_pb2
 from referee.clock import MONOTONIC, Clock, ManualClock, TimeControl
-from referee.endpoints import BotEndpoint
-from referee.match import FailurePolicy, MatchReport, MatchSpec, run_match
+from referee.bots.endpoint import BotEndpoint
+from referee.match.spec import FailurePolicy, MatchSpec
+from referee.match.report import MatchReport
+from referee.match.run import run_match
 from referee.rules import RuleOptions
 from tests.conftest import FAST_TIME, ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command, python_bot_command
 

@@ -28,10 +28,12 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
 from referee.clock import TimeControl
-from referee.endpoints import BotEndpoint
-from referee.match import GameReport, MatchReport, MatchSpec, run_match
+from referee.bots.endpoint import BotEndpoint
+from referee.match.report import GameReport, MatchReport
+from referee.match.spec import MatchSpec
+from referee.match.run import run_match
 from referee.rules import RuleOptions, apply, legal_moves, new_game, parse_deck
-from referee.server import start_server
+from referee.service.server import start_server
 from tests.support import start_referee
 from tests.conftest import (
     ROOMY_TIME,

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from referee.convert import turn_to_pb
+from referee.wire.convert import turn_to_pb
 from referee.rules import RuleOptions, apply, legal_moves, new_game, observation
 from tests.conftest import ROOT
 

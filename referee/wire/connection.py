@@ -15,8 +15,15 @@ import grpc
 
 from casino.v1 import bot_pb2, game_pb2
 
-from .clock import MONOTONIC, Clock
+from ..clock import MONOTONIC, Clock
 from .convert import serialize_request
+
+MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB: a move is a few hundred bytes; bigger answers are refused
+CHANNEL_OPTIONS = [  # every channel to a bot: answers over MAX_MESSAGE_BYTES are refused, no retries
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", 16 << 20),
+    ("grpc.enable_retries", 0),
+]
 
 F = game_pb2.FailureKind
 MAX_QUEUED = 8  # unanswered messages from a bot before the referee stops reading it

@@ -14,12 +14,14 @@ from pathlib import Path
 
 from casino.v1 import game_pb2
 
-from .clock import TimeControl
-from .endpoints import BotEndpoint
-from .errors import EndpointError, UsageError
-from .match import FailurePolicy, GameReport, MatchReport, MatchSpec, run_match
-from .rules import RuleOptions, parse_deck
-from .rules.errors import RulesError
+from ..bots.endpoint import BotEndpoint
+from ..clock import TimeControl
+from ..errors import EndpointError, UsageError
+from ..match.report import GameReport, MatchReport
+from ..match.run import run_match
+from ..match.spec import FailurePolicy, MatchSpec
+from ..rules import RuleOptions, parse_deck
+from ..rules.errors import RulesError
 
 F = game_pb2.FailureKind
 LOG_TAIL_LINES = 15  # of a failing bot's log, printed by a check that does not keep the logs
@@ -184,7 +186,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Conformance check: games against itself and against the built-in random bot. The bot logs
     go to ``--logs DIR`` when given, else to a temporary folder removed at the end (a failing
     check prints the last lines of the failing bot's logs first)."""
-    random_bot = f"{sys.executable} -m referee.builtin_bot --seed {args.seed}"
+    random_bot = f"{sys.executable} -m referee.bots.builtin --seed {args.seed}"
     if len(args.bot) != 1:
         raise UsageError("check takes exactly one --bot")
     if args.players not in (None, 2):

@@ -9,31 +9,14 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .clock import MAX_TIME_MS
-from .errors import EXIT_USAGE, RefereeError
-from .match import MAX_GAMES
-from .match_cli import (
-    MAX_DECK_BYTES,
-    MAX_RECORD_BYTES,
-    add_match_args,
-    cmd_check,
-    cmd_match,
-    make_folder,
-    read_text_file,
-)
-from .perft import perft, perft_divide
-from .players import RandomPlayer
+from ..clock import MAX_TIME_MS
+from ..errors import EXIT_USAGE, RefereeError
+from ..match.spec import MAX_GAMES
+from ..perft import perft, perft_divide
+from ..players import RandomPlayer
+from ..rules import GameState, RuleOptions, RulesError, apply, game_record, new_game, parse_deck
+from .match import MAX_DECK_BYTES, MAX_RECORD_BYTES, add_match_args, cmd_check, cmd_match, make_folder, read_text_file
 from .render import deal_header, describe_result, describe_sheet, play_line, record_lines
-from .rules import (
-    GameState,
-    RuleOptions,
-    RulesError,
-    apply,
-    game_record,
-    new_game,
-    parse_deck,
-)
-
 
 
 class _Parser(argparse.ArgumentParser):
@@ -123,8 +106,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from .errors import ListenError
-    from .server import serve
+    from ..errors import ListenError
+    from ..service.server import serve
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     records = make_folder(args.records, "records folder") if args.records else None

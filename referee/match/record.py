@@ -12,8 +12,8 @@ from google.protobuf import json_format
 
 from casino.v1 import game_pb2
 
-from .clock import TimeControl
-from .rules import GameState, game_record
+from ..clock import TimeControl
+from ..rules import GameState, game_record
 
 RECORD_FORMAT = "royal-casino-game"
 RECORD_VERSION = 1

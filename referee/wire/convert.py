@@ -7,9 +7,9 @@ from functools import lru_cache
 
 from casino.v1 import bot_pb2, game_pb2
 
-from .rules import Condition, Move, MoveKind, Observation, RuleOptions, parse_card
-from .rules.cards import CODE
-from .rules.errors import InvalidCardError, InvalidMoveError, InvalidOptionError
+from ..rules import Condition, Move, MoveKind, Observation, RuleOptions, parse_card
+from ..rules.cards import CODE
+from ..rules.errors import InvalidCardError, InvalidMoveError, InvalidOptionError
 
 PROTOCOL_VERSION = "1"
 

@@ -25,15 +25,16 @@ from grpc_reflection.v1alpha import reflection
 
 from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
 
-from .clock import TimeControl
-from .convert import options_from_pb
-from .endpoints import BotEndpoint
-from .errors import EndpointError, ListenError
-from .match import FailurePolicy, MatchSpec, run_match
-from .rules import parse_deck
-from .rules.errors import RulesError
+from ..bots.endpoint import BotEndpoint
+from ..clock import TimeControl
+from ..errors import EndpointError, ListenError
+from ..match.run import run_match
+from ..match.spec import FailurePolicy, MatchSpec
+from ..rules import parse_deck
+from ..rules.errors import RulesError
+from ..wire.convert import options_from_pb
 
-log = logging.getLogger("referee.server")
+log = logging.getLogger(__name__)
 _HOST_PORT = re.compile(r"^(?!unix:).*:(\d+)$")  # a TCP listen address, port last
 MAX_GAMES_PER_REQUEST = 10_000
 MAX_GAME_ID_CHARS = 128  # this server's game ids are 12 hex digits, "-g" and the game number

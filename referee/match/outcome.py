@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from casino.v1 import game_pb2
 
-from .rules import GameResult, RuleOptions
+from ..rules import GameResult, RuleOptions
 
 
 def ranks_by_side(scores: Sequence[int], first: int | None, last: Sequence[int] = ()) -> list[int]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .names import clean_name, clean_text
-from .rules import DealSheet, GameResult, GameState, cards_code, replay_record
-from .rules.errors import InvalidRecordError
+from ..names import clean_name, clean_text
+from ..rules import DealSheet, GameResult, GameState, cards_code, replay_record
+from ..rules.errors import InvalidRecordError
 
 MAX_ID_CHARS = 80  # of a game id or seat number shown from a record
 MAX_LINE_CHARS = 2000  # of the "ended early" line of a record's failures
@@ -64,7 +64,7 @@ def describe_result(result: GameResult, teams: bool, names: Sequence[str] | None
 
 def play_line(state: GameState, move_text: str) -> str:
     """One transcript line: where we are, what the mover sees and holds, how many plays, the play."""
-    from .rules import legal_moves
+    from ..rules import legal_moves
 
     hand = cards_code(state.hands[state.to_move])
     return (

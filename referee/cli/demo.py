@@ -13,13 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .clock import TimeControl
-from .endpoints import BotEndpoint
-from .match import MatchSpec, run_match
-from .match_cli import describe_game
-from .rules import RuleOptions
+from ..bots.endpoint import BotEndpoint
+from ..clock import TimeControl
+from ..match.run import run_match
+from ..match.spec import MatchSpec
+from ..rules import RuleOptions
+from .match import describe_game
 
-SAMPLE_BOTS = Path(__file__).resolve().parents[1] / "sample_bots"
+SAMPLE_BOTS = Path(__file__).resolve().parents[2] / "sample_bots"  # referee/cli/demo.py -> the checkout
 
 
 # The demos' lookahead bot does a fixed amount of search per move rather than a share of the clock:

@@ -1,6 +1,6 @@
 """A built-in random bot served over gRPC: the opponent of ``referee check``.
 
-Run as ``python -m referee.builtin_bot [--seed N]``; listens on CASINO_BOT_ADDRESS.
+Run as ``python -m referee.bots.builtin [--seed N]``; listens on CASINO_BOT_ADDRESS.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from casino.v1 import bot_pb2, bot_pb2_grpc
 
-from .convert import PROTOCOL_VERSION
-from .endpoints import ADDRESS_ENV
+from ..wire.convert import PROTOCOL_VERSION
+from .launcher import ADDRESS_ENV
 
 
 class RandomBot(bot_pb2_grpc.BotServiceServicer):
@@ -51,7 +51,7 @@ async def serve(address: str, seed: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m referee.builtin_bot", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m referee.bots.builtin", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     address = os.environ.get(ADDRESS_ENV)

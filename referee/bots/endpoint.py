@@ -1,0 +1,113 @@
+"""Bot endpoints: an address of a running bot, or a command the referee starts (BotEndpoint)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import EndpointError
+
+_HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(\d{1,5})$")
+
+
+
+@dataclass(frozen=True, slots=True)
+class BotEndpoint:
+    """Where a bot is: ``address`` (a gRPC target) or ``command`` (argv to start)."""
+
+    spec: str
+    address: str | None = None
+    command: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def is_process(self) -> bool:
+        return not self.address
+
+    @staticmethod
+    def is_address(spec: str) -> bool:
+        """True for ``unix:...`` and ``host:port`` specs (what a client may name remotely)."""
+        text = spec.strip()
+        return text.startswith("unix:") or bool(_HOST_PORT.match(text))
+
+    @classmethod
+    def parse(cls, spec: str, *, cwd: str | None = None, env: dict[str, str] | None = None) -> "BotEndpoint":
+        """``unix:/path`` or ``host:port`` is an address; ``cmd:...`` or anything else is a command.
+
+        A command's program must exist (on PATH or as a path) and be an executable file, so typos
+        and a script without its execute bit fail before a match starts, not as start-up forfeits.
+        """
+        text = spec.strip()
+        if not text:
+            raise EndpointError("empty bot endpoint")
+        if text.startswith("unix:"):
+            if len(text) <= len("unix:"):
+                raise EndpointError(f"bad bot address {spec!r}: unix: needs a socket path")
+            return cls(spec=spec, address=text)
+        if text.startswith("cmd:"):
+            text = text[len("cmd:"):].strip()
+        elif (address := _HOST_PORT.match(text)) is not None:
+            port = int(address.group(2))
+            if not 0 < port < 65536:
+                raise EndpointError(f"bad bot address {spec!r}: port must be 1..65535")
+            return cls(spec=spec, address=text)
+        try:
+            argv = tuple(shlex.split(text))
+        except ValueError as exc:
+            raise EndpointError(f"bad bot command {spec!r}: {exc}") from None
+        if not argv:
+            raise EndpointError(f"bad bot command {spec!r}")
+        program = argv[0]
+        base = Path(cwd) if cwd else Path.cwd()
+        if os.sep in program:
+            path = base / program
+            try:
+                exists, is_dir = path.exists(), path.is_dir()
+            except OSError as exc:  # e.g. a folder on the way that we may not enter
+                raise EndpointError(f"bad bot command {spec!r}: cannot look at {_shown(program)}: "
+                                    f"{exc.strerror or exc}") from None
+            if not exists:
+                raise EndpointError(f"unknown bot {spec!r}: {_shown(program)} does not exist")
+            if is_dir:
+                raise EndpointError(f"bad bot command {spec!r}: {_shown(program)} is a directory, not a program")
+            if not os.access(path, os.X_OK):  # root too: X_OK needs an execute bit on a file
+                raise EndpointError(f"bad bot command {spec!r}: {_shown(program)} is not executable "
+                                    "(chmod +x it, or start it through its interpreter, e.g. python3 bot.py)")
+        elif shutil.which(program) is None:
+            raise EndpointError(f"unknown bot {spec!r}: no program {program!r} on PATH")
+        return cls(spec=spec, command=argv, cwd=cwd, env=tuple(sorted((env or {}).items())))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (for a job queue to carry it); ``from_dict`` reads it back."""
+        return {"spec": self.spec, "address": self.address, "command": list(self.command), "cwd": self.cwd,
+                "env": dict(self.env)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BotEndpoint":
+        """Inverse of ``to_dict``; EndpointError on anything else. The program is not looked up
+        again: whoever made the endpoint checked it, and the machine that starts it reports a
+        missing one as a start-up failure."""
+        try:
+            address, command, env = data["address"], data["command"], data["env"]
+            if (address is None) == (not command):
+                raise EndpointError("a bot endpoint is an address or a command, not both or neither")
+            if not all(isinstance(a, str) for a in command) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+                raise EndpointError("a bot endpoint's command and env hold strings")
+            return cls(spec=str(data["spec"]), address=None if address is None else str(address),
+                       command=tuple(command), cwd=None if data["cwd"] is None else str(data["cwd"]),
+                       env=tuple(sorted(env.items())))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise EndpointError(f"malformed bot endpoint: {exc!r}") from None
+
+
+def _shown(text: str) -> str:
+    """A path as it is when printable, else its repr: an error message stays one line."""
+    return text if text.isprintable() else repr(text)
+

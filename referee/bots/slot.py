@@ -1,0 +1,130 @@
+"""A bot session: one bot of a match (BotSlot): its process started through a Launcher, its
+channel, health check and handshake, and its restart after a crash or a timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import grpc
+
+from casino.v1 import bot_pb2, game_pb2
+
+from ..clock import MONOTONIC, Clock, TimeControl
+from ..names import clean_name, clean_version
+from ..wire.connection import CHANNEL_OPTIONS, BotConnection, StreamFailure
+from ..wire.convert import PROTOCOL_VERSION
+from .endpoint import BotEndpoint
+from .health import wait_healthy
+from .launcher import LOCAL_LAUNCHER, BotProcess, Launcher
+
+log = logging.getLogger(__name__)
+F = game_pb2.FailureKind
+STARTUP_ATTEMPTS = 3  # consecutive failed starts after which a bot is given up for the match
+
+
+
+class BotSlot:
+    """One bot of the match: its endpoint, process, channel and stream."""
+
+    def __init__(self, index: int, endpoint: BotEndpoint, logs_dir: Path, socket_dir: Path, label: str = "",
+                 name: str = "", clock: Clock = MONOTONIC, launcher: Launcher = LOCAL_LAUNCHER) -> None:
+        self.index = index
+        self.clock = clock  # times its start-up and, through its connection, every answer
+        self.launcher = launcher  # starts its process (for a command endpoint)
+        self.endpoint = endpoint
+        self.label = label or f"bot{index}"  # names its log file and sockets
+        self.given_name = name  # what the caller (a tournament) calls the bot; shown instead of its own
+        self.hello_name = ""  # the bot's own name, from its Hello, cleaned (referee/names.py)
+        self.version = ""  # from its Hello, cleaned
+        self.play_events = False  # the bot asked for a PlayMade after every play
+        self.log_path = logs_dir / f"{self.label}.log"
+        self._socket_dir = socket_dir
+        self.process: BotProcess | None = None
+        self.channel: grpc.aio.Channel | None = None
+        self.connection: BotConnection | None = None
+        self.starts = 0
+        self.failed_starts = 0
+        self.startup_failure: StreamFailure | None = None
+        self.needs_restart = False  # set after a timeout: restart before the next game (its state is unknown)
+
+    @property
+    def name(self) -> str:
+        """The bot's name in output and records: the caller's, else its own, else its label."""
+        return self.given_name or self.hello_name or self.label
+
+    @property
+    def ready(self) -> bool:
+        return (
+            self.connection is not None
+            and self.connection.broken is None
+            and (self.process is None or not self.process.exited)
+        )
+
+    async def ensure_ready(self, handshake: bot_pb2.Handshake, control: TimeControl) -> StreamFailure | None:
+        """Reuse the stream, or (re)start the bot and redo the handshake; None when ready."""
+        if self.ready and not self.needs_restart:
+            return None
+        if self.failed_starts >= STARTUP_ATTEMPTS:
+            return self.startup_failure
+        await self.shutdown()
+        self.needs_restart = False
+        self.starts += 1
+        loop = asyncio.get_running_loop()
+        startup_s = control.startup_time_ms / 1000
+        started = self.clock.now()
+        deadline = loop.time() + self.clock.real_wait_s(startup_s)  # the real bound on waiting
+        address = self.endpoint.address
+        if self.endpoint.is_process:
+            address = f"unix:{self._socket_dir / f'{self.label}-{self.starts}.sock'}"
+            try:
+                self.process = await self.launcher.launch(self.endpoint, address, self.log_path)
+            except OSError as exc:
+                return await self._startup_failed(f"cannot start {self.endpoint.spec!r}: {exc}")
+        assert address is not None
+        self.channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+        why = await wait_healthy(self.channel, deadline, self.process)
+        if why:
+            return await self._startup_failed(why)
+        self.connection = BotConnection(self.channel, self.clock)
+        hello = await self.connection.open(handshake, max(0.001, startup_s - (self.clock.now() - started)))
+        late = self.clock.now() - started > startup_s
+        if late or (isinstance(hello, StreamFailure) and hello.kind == F.FAILURE_KIND_TIMEOUT):
+            return await self._startup_failed(
+                f"handshake failed: no Hello within the startup time ({control.startup_time_ms} ms)")
+        if isinstance(hello, StreamFailure):
+            return await self._startup_failed(f"handshake failed: {hello.reason}", hello.received)
+        major = hello.protocol_version.split(".")[0] if hello.protocol_version else PROTOCOL_VERSION
+        if major != PROTOCOL_VERSION:
+            return await self._startup_failed(
+                f"speaks protocol {clean_version(hello.protocol_version)!r}, the referee speaks {PROTOCOL_VERSION}")
+        # bot-chosen text is cleaned before any log line, event or record holds it
+        self.hello_name = clean_name(hello.name)
+        self.version = clean_version(hello.version)
+        self.play_events = hello.play_events
+        self.failed_starts = 0
+        log.info("bot %s ready: %s %s at %s", self.label, self.name, self.version, address)
+        return None
+
+    async def _startup_failed(self, reason: str, received: str = "") -> StreamFailure:
+        """Record a failed start and tear down what was started, so the bot is not ready."""
+        self.failed_starts += 1
+        self.startup_failure = StreamFailure(F.FAILURE_KIND_STARTUP, reason, received)
+        log.warning("bot %s (%s) failed to start: %s", self.label, self.endpoint.spec, reason)
+        await self.shutdown()
+        return self.startup_failure
+
+    async def shutdown(self) -> None:
+        """Close the stream and channel and stop the process (its whole group)."""
+        if self.connection is not None:
+            await self.connection.close()
+            self.connection = None
+        if self.channel is not None:
+            await self.channel.close(grace=None)
+            self.channel = None
+        if self.process is not None:
+            await self.process.stop()
+            self.process = None
+
+

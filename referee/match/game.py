@@ -1,0 +1,221 @@
+"""One game between started bots: deal, ask each seat for its move, check it against the engine,
+time it, and judge failures by the match's policy; the record is built in match/record.py."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+from collections.abc import Callable, Iterator, Sequence
+
+from casino.v1 import bot_pb2, game_pb2, referee_pb2
+
+from ..bots.slot import BotSlot
+from ..clock import GameClock
+from ..rules import GameState, Move, apply, legal_moves, new_game, parse_move
+from ..rules.errors import RulesError
+from ..rules.legal import explain_illegal
+from ..rules.observation import observation
+from ..wire.connection import StreamFailure, preview
+from ..wire.convert import move_from_pb, public_play_field, turn_request_bytes
+from .outcome import forfeit_result, normal_result
+from .record import SeatRecord, referee_record
+from .report import GameReport
+from .spec import FailurePolicy, GameSetup
+
+log = logging.getLogger(__name__)
+F = game_pb2.FailureKind
+
+
+
+Emit = Callable[[referee_pb2.RunMatchResponse], None]
+
+
+def discard_event(event: referee_pb2.RunMatchResponse) -> None:
+    """The default event sink."""
+
+
+async def play_game(
+    spec: GameSetup, seats: Sequence[BotSlot], handshake: bot_pb2.Handshake, emit: Emit | None = None,
+    turn_ids: Iterator[int] | None = None,
+) -> GameReport:
+    """Play one game between the bots of ``seats`` (one slot per seat; each is started or
+    restarted as needed, with ``handshake``). ``turn_ids`` must be unique per stream across
+    games (a late answer must never match a later turn)."""
+    emit = emit or discard_event
+    turn_ids = turn_ids if turn_ids is not None else itertools.count(1)
+    options = spec.options
+    n = options.players
+    if len(seats) != n:
+        raise ValueError(f"{n} players need {n} seats, got {len(seats)}")
+    game_id, number, seat_bots, seed = spec.game_id, spec.game_number, list(spec.seat_bots), spec.seed
+    match_id = spec.match_id
+    state: GameState = new_game(options, seed=seed, decks=spec.decks)
+    control = spec.time_control
+    send_s = control.move_time_ms / 1000 + 1.0  # bound on one write to a bot that stopped reading
+    clocks = [GameClock.start(control) for _ in range(n)]
+    strikes = [0] * n
+    failures: list[game_pb2.Failure] = []
+    timings: list[list[int]] = []
+    substitute_rng = random.Random(seed)
+    emit(referee_pb2.RunMatchResponse(game_started=referee_pb2.GameStarted(
+        game_id=game_id, game_number=number, seat_bots=seat_bots, seed=seed)))
+    log.info("game %s: seats %s, seed %d", game_id, [s.name for s in seats], seed)
+
+    def record_failure(seat: int, failure: StreamFailure, forfeit: bool, before_play: bool = False) -> None:
+        item = game_pb2.Failure(
+            seat=seat, kind=failure.kind, deal=state.deal, play_number=0 if before_play else state.plays + 1,
+            received=failure.received, reason=failure.reason, forfeit=forfeit,
+        )
+        failures.append(item)
+        emit(referee_pb2.RunMatchResponse(failure=item))
+        log.warning("game %s seat %d (%s): %s: %s%s", game_id, seat, seats[seat].name,
+                    F.Name(failure.kind), failure.reason, " -> forfeit" if forfeit else " -> random move")
+
+    async def start_seat(seat: int) -> StreamFailure | None:
+        """Make the seat's bot ready and tell it the game; a stream that breaks on the way (a bot
+        that exited after the last game) gets one restart."""
+        slot = seats[seat]
+        start = bot_pb2.GameStart(game_id=game_id, game_number=number, seat=seat, side=options.side_of(seat),
+                                  player_names=[s.name for s in seats])
+        for _ in range(2):
+            why = await slot.ensure_ready(handshake, control)
+            if why:
+                return why
+            why = await slot.connection.send(bot_pb2.PlayRequest(game_start=start), send_s)  # type: ignore[union-attr]
+            if why is None:
+                slot.connection.begin_game()  # type: ignore[union-attr]
+                return None
+        return why
+
+    # every seat's bot must start; each that cannot is recorded and forfeits
+    forfeiting: list[int] = []
+    for seat in range(n):
+        why = await start_seat(seat)
+        if why:
+            record_failure(seat, why, True, before_play=True)
+            forfeiting.append(seat)
+
+    moved = [False] * n  # whether the seat has made a move of its own this game
+    public_plays = b""  # this deal's plays, each encoded once (see convert.turn_request_bytes)
+    while not forfeiting and not state.is_over:
+        seat = state.to_move
+        slot = seats[seat]
+        moves = legal_moves(state)
+        clock = clocks[seat]
+        failure: StreamFailure | None
+        move: Move | None = None
+        elapsed = 0.0
+        answer: bot_pb2.MoveChoice | StreamFailure
+        if not slot.ready:
+            answer = slot.connection.broken if slot.connection and slot.connection.broken else StreamFailure(
+                F.FAILURE_KIND_DISCONNECT, "the bot is gone")
+        else:
+            turn_id = next(turn_ids)
+            request = turn_request_bytes(game_id, turn_id, observation(state, seat, with_plays=False), moves,
+                                         control.move_time_ms, clock.bank_ms, public_plays)
+            answer, elapsed = await slot.connection.ask_move(request, turn_id, clock.deadline_s())  # type: ignore[union-attr]
+        if isinstance(answer, StreamFailure):
+            answer = await _crash_or_disconnect(answer, slot)
+            if not moved[seat] and answer.kind in (F.FAILURE_KIND_DISCONNECT, F.FAILURE_KIND_CRASH):
+                # gone before its first move of this game (e.g. it exited after the last game):
+                # restart it and ask again once, rather than count a failure of the last game
+                moved[seat] = True
+                log.info("game %s seat %d: %s before its first move; restarting", game_id, seat, answer.reason)
+                why = await start_seat(seat)
+                if why is None:
+                    continue
+                answer = why
+        moved[seat] = True
+        failure, move = _judge(answer, state, moves)
+        if failure is None and not clock.charge(elapsed * 1000):
+            failure = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"answered after {elapsed * 1000:.0f} ms, limit "
+                                    f"{control.move_time_ms + clock.bank_ms} ms", preview(answer))
+        substituted = False
+        if failure is not None:
+            if failure.kind == F.FAILURE_KIND_TIMEOUT:
+                slot.needs_restart = True  # a bot that missed a deadline is restarted before its next game
+            strikes[seat] += 1
+            forfeit = spec.policy is FailurePolicy.FORFEIT or strikes[seat] > spec.max_strikes
+            record_failure(seat, failure, forfeit)
+            if forfeit:
+                forfeiting.append(seat)
+                break
+            move = substitute_rng.choice(moves)
+            substituted = True
+        assert move is not None
+        deal, play_number = state.deal, state.plays + 1
+        state = apply(state, move)
+        notation = str(move)
+        public_plays = b"" if state.deal != deal else public_plays + public_play_field(seat, notation)
+        timings.append([seat, int(elapsed * 1e6)])
+        if emit is not discard_event:  # one event per play: only built when someone listens
+            emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
+                game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
+                elapsed_us=int(elapsed * 1e6), substituted=substituted)))
+        listeners = [other for other in seats if other.play_events and other.ready]
+        if listeners:
+            made = bot_pb2.PlayRequest(play_made=bot_pb2.PlayMade(
+                game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number, substituted=substituted))
+            for other in listeners:
+                await other.connection.send(made, send_s)  # type: ignore[union-attr]
+
+    if forfeiting:
+        result = forfeit_result(game_id, options, state.scores, forfeiting, state.deal + 1, failures)
+    else:
+        assert state.result is not None
+        result = normal_result(game_id, options, state.result, failures)
+    end = bot_pb2.PlayRequest(game_end=bot_pb2.GameEnd(result=result))
+    for slot in seats:
+        if slot.ready:
+            await slot.connection.send(end, send_s)  # type: ignore[union-attr]
+    emit(referee_pb2.RunMatchResponse(game_result=result))
+    log.info("game %s: %s %s", game_id, result.reason, list(result.ranks))
+    record = referee_record(
+        game_id=game_id, match_id=match_id, game_number=number,
+        seats=[SeatRecord(s, seat_bots[s], seats[s].name, seats[s].hello_name, seats[s].version, seats[s].endpoint.spec)
+               for s in range(n)],
+        time_control=control, policy=spec.policy.value, max_strikes=spec.max_strikes, state=state,
+        timings_us=timings, failures=failures, result=result,
+    )
+    return GameReport(game_id, number, seat_bots, result, record)
+
+
+async def _crash_or_disconnect(failure: StreamFailure, slot: BotSlot) -> StreamFailure:
+    """A broken stream from a started bot is a crash when its process exits within a moment."""
+    proc = slot.process
+    if failure.kind != F.FAILURE_KIND_DISCONNECT or proc is None or proc.process is None:
+        return failure
+    try:
+        await asyncio.wait_for(asyncio.shield(proc.process.wait()), 0.5)
+    except asyncio.TimeoutError:
+        return failure
+    return StreamFailure(F.FAILURE_KIND_CRASH, f"the bot process {proc.exit_description}", failure.received)
+
+
+def _judge(
+    answer: bot_pb2.MoveChoice | StreamFailure, state: GameState, moves: list[Move]
+) -> tuple[StreamFailure | None, Move | None]:
+    """Turn a bot's answer into a legal Move, or say precisely why it is not one."""
+    if isinstance(answer, StreamFailure):
+        return answer, None
+    which = answer.WhichOneof("choice")
+    if which == "index":
+        if answer.index < len(moves):
+            return None, moves[answer.index]
+        return StreamFailure(F.FAILURE_KIND_MALFORMED, f"index {answer.index} is out of range (0..{len(moves) - 1})",
+                             preview(answer)), None
+    try:
+        if which == "notation":
+            move = parse_move(answer.notation)
+        elif which == "move":
+            move = move_from_pb(answer.move)
+        else:
+            return StreamFailure(F.FAILURE_KIND_MALFORMED, "the answer names no move (index, notation or move)",
+                                 preview(answer)), None
+    except RulesError as exc:
+        return StreamFailure(F.FAILURE_KIND_MALFORMED, str(exc), preview(answer)), None
+    if move not in moves:
+        return StreamFailure(F.FAILURE_KIND_ILLEGAL_MOVE, f"{move}: {explain_illegal(state, move)}", preview(answer)), None
+    return None, move

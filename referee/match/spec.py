@@ -1,0 +1,156 @@
+"""What a match is: the bots, the rules and clock of its games (GameSettings), the failure policy,
+and one game's setup (GameSetup), which is serialisable so a queue job can carry it."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from casino.v1 import bot_pb2
+
+from ..bots.endpoint import BotEndpoint
+from ..clock import TimeControl
+from ..rules import RuleOptions
+from ..wire.convert import PROTOCOL_VERSION, options_to_pb
+
+SETUP_FORMAT = "royal-casino-game-setup"
+SETUP_VERSION = 1
+MAX_GAMES = 1_000_000  # games in one match (the Handshake says how many, as a uint32)
+MAX_SEED = 2**64 - 1  # game seeds travel as uint64 (GameStarted.seed)
+
+
+
+class FailurePolicy(enum.Enum):
+    """What a failure costs (docs/protocol.md, "Failures")."""
+
+    FORFEIT = "forfeit"
+    RANDOM_MOVE = "random_move"
+
+
+@dataclass(frozen=True)
+class GameSettings:
+    """How every game of a match, a tournament or a comparison is played: the rules, the clock and
+    what a failure costs."""
+
+    options: RuleOptions = field(default_factory=RuleOptions)
+    time_control: TimeControl = field(default_factory=TimeControl)
+    policy: FailurePolicy = FailurePolicy.FORFEIT
+    max_strikes: int = 3
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """Everything that defines a match; ``bots`` are in seat order for the first game."""
+
+    bots: Sequence[BotEndpoint]
+    options: RuleOptions = field(default_factory=RuleOptions)
+    games: int = 1
+    seed: int = 1
+    decks: Sequence[Sequence[int]] = ()
+    time_control: TimeControl = field(default_factory=TimeControl)
+    policy: FailurePolicy = FailurePolicy.FORFEIT
+    max_strikes: int = 3
+    rotate_seats: bool = True
+    records_dir: Path | None = None
+    logs_dir: Path | None = None
+    match_id: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.bots) != self.options.players:
+            raise ValueError(f"{self.options.players} players need {self.options.players} bots, got {len(self.bots)}")
+        if not 1 <= self.games <= MAX_GAMES:
+            raise ValueError(f"games must be 1 to {MAX_GAMES}, not {self.games}")
+        if not 0 <= self.seed <= MAX_SEED - (self.games - 1):  # every game's seed, seed + k - 1, must fit
+            raise ValueError(
+                f"seed must be 0 to {MAX_SEED - (self.games - 1)} for {self.games} game(s), not {self.seed}")
+        if self.max_strikes < 0:
+            raise ValueError(f"max_strikes must be 0 or more, not {self.max_strikes}")
+
+    def seat_bots(self, game_number: int) -> list[int]:
+        """Bot index at each seat of game ``game_number`` (1-based): rotated one seat per game."""
+        n = self.options.players
+        shift = (game_number - 1) % n if self.rotate_seats else 0
+        return [(seat + shift) % n for seat in range(n)]
+
+    def game_seed(self, game_number: int) -> int:
+        return self.seed + game_number - 1
+
+    @property
+    def settings(self) -> GameSettings:
+        return GameSettings(self.options, self.time_control, self.policy, self.max_strikes)
+
+    def game(self, match_id: str, game_number: int) -> GameSetup:
+        """The setup of game ``game_number`` (1-based) of this match."""
+        return GameSetup.build(self.settings, match_id=match_id, game_number=game_number,
+                               seat_bots=self.seat_bots(game_number), seed=self.game_seed(game_number),
+                               decks=self.decks)
+
+
+@dataclass(frozen=True)
+class GameSetup:
+    """One game to play: its identity, deck seed and the rules, clocks and policy it is played by."""
+
+    game_id: str
+    game_number: int
+    seat_bots: Sequence[int]  # which bot (the caller's numbering) sits at each seat, for records
+    seed: int
+    options: RuleOptions = field(default_factory=RuleOptions)
+    decks: Sequence[Sequence[int]] = ()
+    time_control: TimeControl = field(default_factory=TimeControl)
+    policy: FailurePolicy = FailurePolicy.FORFEIT
+    max_strikes: int = 3
+    match_id: str = ""
+
+    @classmethod
+    def build(cls, settings: GameSettings, *, match_id: str, game_number: int, seat_bots: Sequence[int], seed: int,
+              decks: Sequence[Sequence[int]] = (), game_id: str | None = None) -> "GameSetup":
+        """The one place a GameSetup is made (a match's, a tournament's, a comparison's game);
+        ``game_id`` defaults to ``<match_id>-g<game_number>``."""
+        return cls(
+            game_id=game_id or f"{match_id}-g{game_number}", game_number=game_number, seat_bots=tuple(seat_bots),
+            seed=seed, options=settings.options, decks=tuple(tuple(d) for d in decks),
+            time_control=settings.time_control, policy=settings.policy, max_strikes=settings.max_strikes,
+            match_id=match_id,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (for a job queue to carry a game); ``from_dict`` reads it back."""
+        return {
+            "format": SETUP_FORMAT, "version": SETUP_VERSION, "game_id": self.game_id,
+            "game_number": self.game_number, "seat_bots": list(self.seat_bots), "seed": self.seed,
+            "options": self.options.to_dict(), "decks": [list(d) for d in self.decks],
+            "time_control": dataclasses.asdict(self.time_control), "policy": self.policy.value,
+            "max_strikes": self.max_strikes, "match_id": self.match_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GameSetup":
+        """Inverse of ``to_dict``; ValueError (RulesError for bad rule options) on anything else."""
+        if not isinstance(data, dict) or data.get("format") != SETUP_FORMAT:
+            raise ValueError(f"not a {SETUP_FORMAT} object")
+        if data.get("version") != SETUP_VERSION:
+            raise ValueError(f"{SETUP_FORMAT} version {data.get('version')!r}; this referee reads {SETUP_VERSION}")
+        try:
+            settings = GameSettings(RuleOptions.from_dict(data["options"]), TimeControl(**data["time_control"]),
+                                    FailurePolicy(data["policy"]), int(data["max_strikes"]))
+            return cls.build(settings, match_id=str(data["match_id"]), game_number=int(data["game_number"]),
+                             seat_bots=[int(b) for b in data["seat_bots"]], seed=int(data["seed"]),
+                             decks=[[int(c) for c in d] for d in data["decks"]], game_id=str(data["game_id"]))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed {SETUP_FORMAT}: {exc!r}") from None
+
+    def handshake(self, games: int = 0) -> bot_pb2.Handshake:
+        """The handshake a bot stream for such games opens with (``games`` 0: not known ahead)."""
+        return bot_pb2.Handshake(
+            protocol_version=PROTOCOL_VERSION,
+            match_id=self.match_id,
+            options=options_to_pb(self.options),
+            time_control=self.time_control.to_pb(),
+            games=games,
+        )
+
+

@@ -1,0 +1,1 @@
+"""The Referee gRPC service: plays matches for remote clients (server)."""
