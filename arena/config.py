@@ -24,8 +24,8 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from referee.clock import MAX_TIME_MS, TimeControl
 from referee.bots.endpoint import BotEndpoint
+from referee.clock import MAX_TIME_MS, TimeControl
 from referee.errors import EndpointError
 from referee.match.spec import FailurePolicy, GameSettings
 from referee.rules import Condition, InvalidOptionError, RuleOptions

@@ -33,8 +33,11 @@ sys.path.insert(0, str(ROOT))
 
 from rich.console import Console  # noqa: E402
 
-from arena import live_run, runner, standings, storage  # noqa: E402
+from arena.cli import live as live_run
 from arena.config import load_config  # noqa: E402
+from arena.play import runner
+from arena.rating import standings
+from arena.store import store as storage  # noqa: E402
 
 BOOKKEEPING = {"cpu": 0.0}
 

@@ -43,11 +43,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from eval_bots import make_bot, run_game  # noqa: E402  (also puts sample_bots/python on the path)
 
-from arena.compare import CARDS_PER_DEAL, PAIRINGS  # noqa: E402
-from arena.pairings import deck_seed  # noqa: E402
-from arena.stats import (  # noqa: E402
-    DEFAULT_MIN_PAIRS, UNITS, MarginSprt, PentanomialSprt, SprtBounds, expected_units, score_to_elo,
+from arena.play.compare import CARDS_PER_DEAL, PAIRINGS  # noqa: E402
+from arena.rating.stats import (
+    DEFAULT_MIN_PAIRS,
+    UNITS,
+    MarginSprt,
+    PentanomialSprt,
+    SprtBounds,
+    expected_units,
+    score_to_elo,
 )
+from arena.schedule.pairings import deck_seed  # noqa: E402
 from referee.rules import RuleOptions  # noqa: E402
 
 MATCHUPS = {"greedy-random": ("greedy", "random"), "lookahead-greedy": ("lookahead", "greedy")}

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arena.storage import Store  # noqa: E402
+from arena.store.store import Store  # noqa: E402
 
 BOTS = ("lookahead", "lookahead", "greedy", "greedy", "random", "random")
 

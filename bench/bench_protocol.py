@@ -25,14 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import grpc  # noqa: E402
 
 from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2  # noqa: E402
-from referee.clock import TimeControl  # noqa: E402
-from referee.wire.connection import CHANNEL_OPTIONS
 from referee.bots.endpoint import BotEndpoint
-from referee.bots.launcher import BotProcess
 from referee.bots.health import wait_healthy  # noqa: E402
-from referee.match.spec import MatchSpec
+from referee.bots.launcher import BotProcess
+from referee.clock import TimeControl  # noqa: E402
 from referee.match.run import run_match  # noqa: E402
+from referee.match.spec import MatchSpec
 from referee.rules import RuleOptions  # noqa: E402
+from referee.wire.connection import CHANNEL_OPTIONS
 
 BOTS = {
     "builtin": f"{sys.executable} -m referee.bots.builtin",

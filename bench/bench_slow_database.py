@@ -39,9 +39,9 @@ def main() -> int:
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    from arena.cli import run_tournament
+    from arena.cli.main import run_tournament
     from arena.config import load_config
-    from arena.storage import Store
+    from arena.store.store import Store
 
     delay_s = args.commit_delay_ms / 1000
 

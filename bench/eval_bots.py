@@ -29,12 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "sample_bots" / "python"))
 
-from casino.v1 import bot_pb2, game_pb2  # noqa: E402
 from greedy_bot import GreedyBot  # noqa: E402
 from lookahead_bot import LookaheadBot  # noqa: E402
 from random_bot import RandomBot  # noqa: E402
-from referee.wire.convert import move_from_pb, turn_to_pb  # noqa: E402
+
+from casino.v1 import bot_pb2, game_pb2  # noqa: E402
 from referee.rules import GameState, Move, RuleOptions, apply, legal_moves, new_game, observation, parse_move  # noqa: E402
+from referee.wire.convert import move_from_pb, turn_to_pb  # noqa: E402
 
 BOTS = ("random", "greedy", "lookahead")
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.storage import Store
+from arena.store.store import Store
 from tests.support import run_arena  # noqa: F401  (one helper for every test module; re-exported)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from arena.executor import SeatBot
+from arena.play.executor import SeatBot
+from referee.match.outcome import normal_result
 from referee.match.record import SeatRecord, referee_record
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
-from referee.match.outcome import normal_result
 from referee.rules import apply, legal_moves, new_game
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from referee.players import RandomPlayer
 from referee.cli.render import deal_header, describe_result, describe_sheet, play_line
+from referee.players import RandomPlayer
 from referee.rules import RuleOptions, apply, new_game
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"

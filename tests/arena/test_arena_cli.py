@@ -14,8 +14,8 @@ import shlex
 import shutil
 import subprocess
 import sys
-import threading
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from arena import live_run
-from arena.live_run import run_tournament
+from arena.cli import live as live_run
+from arena.cli.live import run_tournament
 from arena.config import load_config
 from tests.conftest import bot_processes, python_bot_command
 from tests.support import ROOT, run_arena, table_rows

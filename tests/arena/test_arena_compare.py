@@ -144,9 +144,9 @@ def test_gauntlet_reports_each_opponent_and_trueskill(tmp_path: Path) -> None:
 def test_score_game_counts_wins_draws_and_forfeits() -> None:
     """The candidate's game score and point margin from a result: a win, a shared top (draw), a
     forfeit by either side (±11 points, the whole deal), and 4-player teams (seats 0+2)."""
+    from arena.play.compare import FORFEIT_MARGIN, candidate_seats, score_game
     from casino.v1 import game_pb2
     from referee.match.report import GameReport
-    from arena.compare import FORFEIT_MARGIN, candidate_seats, score_game
 
     def report(scores: list[int], ranks: list[int], winner: int, forfeit_seat: int | None = None) -> GameReport:
         failures = [] if forfeit_seat is None else [game_pb2.Failure(seat=forfeit_seat, kind=game_pb2.FAILURE_KIND_CRASH,

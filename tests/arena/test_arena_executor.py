@@ -9,12 +9,16 @@ import shlex
 import sys
 from pathlib import Path
 
-from arena.executor import InProcessExecutor, SeatBot
-from referee.clock import TimeControl
+from arena.play.executor import InProcessExecutor, SeatBot
 from referee.bots.endpoint import BotEndpoint
+from referee.clock import TimeControl
 from referee.match.spec import GameSettings, GameSetup
 from tests.arena_support import (
-    MARKER_ENV, kill_marked_processes, marked_processes, new_marker, wait_no_marked_processes,
+    MARKER_ENV,
+    kill_marked_processes,
+    marked_processes,
+    new_marker,
+    wait_no_marked_processes,
 )
 
 RANDOM_BOT = shlex.join([sys.executable, str(Path(__file__).resolve().parents[2] / "sample_bots/python/random_bot.py")])

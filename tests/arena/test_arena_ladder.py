@@ -23,12 +23,16 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from arena.config import LadderConfig, load_config
-from arena.ladder import describe_schedule, ladder_trigger, plan_round
-from arena.ratings import Rating
-from arena.runner import current_standings
-from arena.storage import GameRow, Store
+from arena.play.ladder import describe_schedule, ladder_trigger, plan_round
+from arena.play.runner import current_standings
+from arena.rating.ratings import Rating
+from arena.store.store import GameRow, Store
 from tests.arena_support import (
-    MARKER_ENV, kill_marked_processes, marked_processes, toml_value, wait_no_marked_processes,
+    MARKER_ENV,
+    kill_marked_processes,
+    marked_processes,
+    toml_value,
+    wait_no_marked_processes,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ from itertools import groupby
 import pytest
 import trueskill
 
-from arena.pairings import (
+from arena.schedule.pairings import (
     ScheduledGame,
     deck_seed,
     ladder_pairings,

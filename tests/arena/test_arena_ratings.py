@@ -11,11 +11,18 @@ import pytest
 import trueskill
 from rich.console import Console
 
-from arena.ratings import Rating, RatingBook, default_rating, make_env
-from arena.results import FORFEIT_KINDS, GameOutcome
-from arena.standings import (
-    Standings, compute_standings, fitting_standings_table, forfeits_text, head_to_head_table, seat_result,
-    standings_csv, standings_json, standings_table,
+from arena.rating.ratings import Rating, RatingBook, default_rating, make_env
+from arena.rating.results import FORFEIT_KINDS, GameOutcome
+from arena.rating.standings import (
+    Standings,
+    compute_standings,
+    fitting_standings_table,
+    forfeits_text,
+    head_to_head_table,
+    seat_result,
+    standings_csv,
+    standings_json,
+    standings_table,
 )
 
 

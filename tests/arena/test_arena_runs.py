@@ -10,11 +10,11 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import random
 import re
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,20 +34,28 @@ from alembic.migration import MigrationContext
 from rich.console import Console
 from sqlalchemy import Column, Integer, MetaData, Table, insert, inspect, select, text
 
-from arena.live_run import run_tournament
-from arena.executor import InProcessExecutor
-from arena.runner import TournamentRunner, current_standings, open_tournament
+from arena.cli.live import run_tournament
 from arena.config import load_config
-from arena.models import Base
-from arena.pairings import round_robin
-from arena.ratings import RatingBook, make_env
-from arena.results import GameOutcome
-from arena.standings import standings_json
-from arena.storage import GameTask, Store, StorageError
+from arena.play.executor import InProcessExecutor
+from arena.play.runner import TournamentRunner, current_standings, open_tournament
+from arena.rating.ratings import RatingBook, make_env
+from arena.rating.results import GameOutcome
+from arena.rating.standings import standings_json
+from arena.schedule.pairings import round_robin
+from arena.store.models import Base
+from arena.store.store import GameTask, StorageError, Store
 from casino.v1 import game_pb2
 from tests.arena_support import (
-    ROOT, arena_argv, arena_env, game_results, kill_marked_processes, new_marker, run_arena, sample_bot_command,
-    wait_no_marked_processes, write_tournament,
+    ROOT,
+    arena_argv,
+    arena_env,
+    game_results,
+    kill_marked_processes,
+    new_marker,
+    run_arena,
+    sample_bot_command,
+    wait_no_marked_processes,
+    write_tournament,
 )
 from tests.conftest import python_bot_command, running_bot
 
@@ -546,7 +554,7 @@ def test_claim_prefers_games_whose_bots_are_free_but_never_starts_fewer(store_ur
 
 
 def test_settings_changes_name_each_changed_setting_as_the_file_writes_it() -> None:
-    from arena.runner import settings_changes
+    from arena.play.runner import settings_changes
 
     before = {"bots": ["a", "b", "c"], "players": 2, "seed": 1, "duplicate": True, "policy": "forfeit",
               "rules": {"players": 2, "partnerships": True, "on_twenty": "little_casino", "max_deals": 30},
@@ -599,7 +607,7 @@ def _wait_for_running(store: Store, proc: subprocess.Popen[bytes], timeout_s: fl
 
 
 def _lease_row(store: Store, tid: int) -> dict[str, Any] | None:
-    from arena.models import RunLease
+    from arena.store.models import RunLease
 
     with store.engine.connect() as conn:
         row = conn.execute(select(RunLease.__table__).where(RunLease.tournament_id == tid)).first()
@@ -694,7 +702,7 @@ def _quick_tournament(folder: Path, marker: str) -> tuple[Path, str, int]:
 
 def _plant_lease(url: str, tid: int, host: str, pid: int, age_s: float) -> None:
     """A lease row as another process would have left it, its last heartbeat ``age_s`` ago."""
-    from arena.models import RunLease
+    from arena.store.models import RunLease
 
     beat = datetime.now(timezone.utc) - timedelta(seconds=age_s)
     store = Store(url)
@@ -758,7 +766,7 @@ def outcome_counts(url: str, tid: int) -> dict[str, int]:
 def test_a_lease_taken_over_is_lost_to_its_old_holder(store_url: str) -> None:
     """The heartbeat finds the row gone to another owner: the lease is lost (the runner then
     starts no new game), and releasing it leaves the new holder's row alone."""
-    from arena.lease import Lease, LeaseHeldError
+    from arena.store.lease import Lease, LeaseHeldError
 
     store, tid = _scheduled_store(store_url)
     try:
@@ -835,7 +843,7 @@ def test_the_heartbeat_thread_renews_the_lease_and_notices_a_takeover(
     waits for events, each within a bound) and calls back once another process owns the row."""
     import threading
 
-    from arena import lease as lease_module
+    from arena.store import lease as lease_module
 
     monkeypatch.setattr(lease_module, "HEARTBEAT_S", 0.02)
     store, tid = _scheduled_store(store_url)

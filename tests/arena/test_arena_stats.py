@@ -21,10 +21,23 @@ from itertools import accumulate
 
 import pytest
 
-from arena.stats import (
-    DEFAULT_MIN_PAIRS, ELO_LIMIT, PAIR_SCORES, TYPICAL_PENTANOMIAL, MarginSprt, PentanomialSprt, SprtBounds,
-    elo_to_score, expected_units, fixed_length_summary, gsprt_llr, multinomial_glr, pentanomial_variance,
-    score_to_elo, student_t_quantile, tilted_pentanomial,
+from arena.rating.stats import (
+    DEFAULT_MIN_PAIRS,
+    ELO_LIMIT,
+    PAIR_SCORES,
+    TYPICAL_PENTANOMIAL,
+    MarginSprt,
+    PentanomialSprt,
+    SprtBounds,
+    elo_to_score,
+    expected_units,
+    fixed_length_summary,
+    gsprt_llr,
+    multinomial_glr,
+    pentanomial_variance,
+    score_to_elo,
+    student_t_quantile,
+    tilted_pentanomial,
 )
 
 LN19 = math.log(19.0)  # Wald's |A| = |B| for alpha = beta = 0.05

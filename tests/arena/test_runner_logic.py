@@ -9,9 +9,9 @@ import asyncio
 from pathlib import Path
 
 from arena.config import load_config
-from arena.runner import MAX_ATTEMPTS, TournamentRunner, current_standings, open_tournament
-from arena.standings import standings_json
-from arena.storage import Store
+from arena.play.runner import MAX_ATTEMPTS, TournamentRunner, current_standings, open_tournament
+from arena.rating.standings import standings_json
+from arena.store.store import Store
 from tests.arena_support import write_tournament
 from tests.fakes import FakeExecutor
 

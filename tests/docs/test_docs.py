@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from casino.v1 import bot_pb2, game_pb2, referee_pb2
-from referee.clock import TimeControl
-from referee.wire.connection import MAX_QUEUED, RECEIVED_PREVIEW, preview
-from referee.wire.connection import CHANNEL_OPTIONS, MAX_MESSAGE_BYTES
 from referee.bots.launcher import STOP_WAIT_S
 from referee.bots.slot import STARTUP_ATTEMPTS
+from referee.clock import TimeControl
+from referee.wire.connection import CHANNEL_OPTIONS, MAX_MESSAGE_BYTES, MAX_QUEUED, RECEIVED_PREVIEW, preview
 from tests.conftest import ROOMY_TIME, builtin_bot_command, python_bot_command
 from tests.support import run_referee
 

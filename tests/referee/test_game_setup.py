@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from referee.clock import TimeControl
 from referee.bots.endpoint import BotEndpoint
+from referee.clock import TimeControl
 from referee.errors import EndpointError
 from referee.match.spec import FailurePolicy, GameSettings, GameSetup, MatchSpec
 from referee.rules import Condition, RuleOptions

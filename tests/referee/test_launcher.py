@@ -8,10 +8,10 @@ import asyncio
 from pathlib import Path
 
 from casino.v1 import game_pb2
-from referee.bots.launcher import LOCAL_LAUNCHER, BotProcess
 from referee.bots.endpoint import BotEndpoint
-from referee.match.spec import MatchSpec
+from referee.bots.launcher import LOCAL_LAUNCHER, BotProcess
 from referee.match.run import run_match
+from referee.match.spec import MatchSpec
 from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command
 
 

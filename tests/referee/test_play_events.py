@@ -9,10 +9,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from referee.clock import TimeControl
 from referee.bots.endpoint import BotEndpoint
-from referee.match.spec import MatchSpec
+from referee.clock import TimeControl
 from referee.match.run import run_match
+from referee.match.spec import MatchSpec
 from referee.rules import RuleOptions
 from tests.conftest import SCRIPTED_BOT
 
@@ -40,9 +40,9 @@ def test_turn_bytes_built_from_kept_plays_equal_the_engine_turn() -> None:
     import random
 
     from casino.v1 import bot_pb2
-    from referee.wire.convert import public_play_field, turn_request_bytes, turn_to_pb
     from referee.rules import apply, legal_moves, new_game
     from referee.rules.observation import observation
+    from referee.wire.convert import public_play_field, turn_request_bytes, turn_to_pb
 
     for players in (2, 3, 4):
         rng = random.Random(players)

@@ -30,11 +30,11 @@ import grpc
 import pytest
 
 from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2, referee_pb2
-from referee.clock import MONOTONIC, Clock, ManualClock, TimeControl
 from referee.bots.endpoint import BotEndpoint
-from referee.match.spec import FailurePolicy, MatchSpec
+from referee.clock import MONOTONIC, Clock, ManualClock, TimeControl
 from referee.match.report import MatchReport
 from referee.match.run import run_match
+from referee.match.spec import FailurePolicy, MatchSpec
 from referee.rules import RuleOptions
 from tests.conftest import FAST_TIME, ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command, python_bot_command
 

@@ -27,14 +27,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
-from referee.clock import TimeControl
 from referee.bots.endpoint import BotEndpoint
+from referee.clock import TimeControl
 from referee.match.report import GameReport, MatchReport
-from referee.match.spec import MatchSpec
 from referee.match.run import run_match
+from referee.match.spec import MatchSpec
 from referee.rules import RuleOptions, apply, legal_moves, new_game, parse_deck
 from referee.service.server import start_server
-from tests.support import start_referee
 from tests.conftest import (
     ROOMY_TIME,
     ROOT,
@@ -43,6 +42,7 @@ from tests.conftest import (
     builtin_bot_command,
     python_bot_command,
 )
+from tests.support import start_referee
 
 NORMAL = game_pb2.TERMINATION_NORMAL
 END_REASONS = {"target_reached", "condition_met", "max_deals"}

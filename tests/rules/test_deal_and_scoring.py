@@ -17,8 +17,8 @@ import pytest
 
 from referee.rules import (
     Condition,
-    DeckSource,
     DecksExhaustedError,
+    DeckSource,
     EndReason,
     GameOverError,
     InvalidRecordError,

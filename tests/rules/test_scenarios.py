@@ -38,7 +38,6 @@ from referee.rules import (
 )
 from tests.reference.casino_reference import rank_value, reference_legal_plays
 
-
 # ---------------------------------------------------------------------------------------------
 # The scenario table
 # ---------------------------------------------------------------------------------------------

@@ -15,13 +15,14 @@ import time
 
 import pytest
 
-from referee.wire.convert import turn_to_pb
 from referee.rules import RuleOptions, apply, legal_moves, new_game, observation
+from referee.wire.convert import turn_to_pb
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "sample_bots" / "python"))
 _verbosity = os.environ.get("GRPC_VERBOSITY")  # the SDK quiets gRPC for its process; not for this one's children
-from casino_bot import legal_moves as sdk_legal_moves, state_from_turn, table_from_turn  # noqa: E402
+from casino_bot import legal_moves as sdk_legal_moves  # noqa: E402
+from casino_bot import state_from_turn, table_from_turn
 from greedy_bot import greedy_index  # noqa: E402
 from lookahead_bot import LookaheadBot, OutOfTime, lookahead_index, rollout, think_deadline  # noqa: E402
 

@@ -13,17 +13,21 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from .config import TournamentConfig
-from .console import PROG
-from .executor import InProcessExecutor
-from .lease import Lease
-from .runner import (
-    GameDone, TournamentRunner, available_cores, current_standings, logs_dir_for, open_tournament,
+from ..config import TournamentConfig
+from ..play.executor import InProcessExecutor
+from ..play.runner import (
+    GameDone,
+    TournamentRunner,
+    available_cores,
+    current_standings,
+    logs_dir_for,
+    open_tournament,
     oversubscription_warning,
 )
-from .standings import Standings, fitting_standings_table, head_to_head_table
-from .storage import Store
-
+from ..rating.standings import Standings, fitting_standings_table, head_to_head_table
+from ..store.lease import Lease
+from ..store.store import Store
+from .console import PROG
 
 PIPE_PROGRESS_S = 5.0  # in a pipe or a log: a progress line at most this often (and one after the last game)
 

@@ -29,17 +29,17 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
 
-from .config import ConfigError, LadderConfig, TournamentConfig
-from .errors import shown
+from ..config import ConfigError, LadderConfig, TournamentConfig
+from ..errors import shown
+from ..rating.ratings import default_rating
+from ..rating.standings import fitting_standings_table
+from ..schedule.pairings import ScheduledGame, ladder_pairings, schedule, set_size
+from ..store.lease import Lease
+from ..store.store import BotRow, Store
 from .executor import InProcessExecutor
-from .lease import Lease
-from .pairings import ScheduledGame, ladder_pairings, schedule, set_size
-from .ratings import default_rating
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
-from .standings import fitting_standings_table
-from .storage import BotRow, Store
 
-log = logging.getLogger("arena.ladder")
+log = logging.getLogger(__name__)
 JOB_ID = "ladder-round"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -17,9 +17,9 @@ from typing import Protocol
 
 from referee.bots.endpoint import BotEndpoint
 from referee.bots.slot import BotSlot
+from referee.match.game import play_game
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
-from referee.match.game import play_game
 
 
 @dataclass(frozen=True, slots=True)

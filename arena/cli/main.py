@@ -15,21 +15,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-
-from referee.errors import RefereeError
 from referee.cli.render import record_lines
+from referee.errors import RefereeError
 from referee.rules import RulesError
 
-from .compare_cli import add_compare_parser, add_gauntlet_parser
-from .config import BOT_NAME, ConfigError, TournamentConfig, load_config
+from ..config import BOT_NAME, ConfigError, TournamentConfig, load_config
+from ..errors import ArenaError, UsageError, one_line, quoted, shown
+from ..play.runner import current_standings, open_tournament
+from ..rating.standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
+from ..store.store import NoDatabaseError, StorageError, Store
+from .compare import add_compare_parser, add_gauntlet_parser
 from .console import PROG, make_console
 from .describe import failure_place, games_csv, kind_name
-from .errors import ArenaError, UsageError, one_line, quoted, shown
-from .live_run import run_tournament, warn_if_oversubscribed  # noqa: F401  (run_tournament: also for scripts)
-from .runner import current_standings, open_tournament
-from .standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
-from .storage import NoDatabaseError, Store, StorageError
-
+from .live import run_tournament, warn_if_oversubscribed  # noqa: F401  (run_tournament: also for scripts)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -240,7 +238,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = _load(args.file)
     if config.ladder is None:
         raise UsageError(f"{shown(config.path.name)}: no [ladder] section: `arena serve` needs interval or cron")
-    from .ladder import serve_ladder
+    from ..play.ladder import serve_ladder
 
     if args.rounds is not None and args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, not {args.rounds}")

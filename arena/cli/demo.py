@@ -20,10 +20,10 @@ from rich.console import Console
 
 from referee.cli.demo import SAMPLE_BOTS, sample_bot_commands
 
-from .live_run import run_tournament
-from .config import load_config
+from ..config import load_config
+from ..errors import UsageError
 from .console import make_console
-from .errors import UsageError
+from .live import run_tournament
 
 DEMO_FILE = "demo.toml"
 

@@ -23,14 +23,14 @@ from referee.bots.endpoint import BotEndpoint
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 
-from .config import TournamentConfig
-from .errors import quoted
+from ..config import TournamentConfig
+from ..errors import quoted
+from ..rating.standings import Standings, compute_standings
+from ..schedule.pairings import round_robin
+from ..store.store import GameTask, StorageError, Store, TournamentExistsError
 from .executor import GameExecutor, SeatBot
-from .pairings import round_robin
-from .standings import Standings, compute_standings
-from .storage import GameTask, Store, StorageError, TournamentExistsError
 
-log = logging.getLogger("arena.runner")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
 RATING_INTERVAL_S = 0.5  # ratings are brought up to date at most this often while games finish

@@ -33,11 +33,11 @@ from sqlalchemy.pool import NullPool
 
 from casino.v1 import game_pb2
 
-from .errors import ArenaError, one_line, quoted, shown
+from ..errors import ArenaError, one_line, quoted, shown
+from ..rating.ratings import Rating as TrueSkillRating
+from ..rating.ratings import RatingBook, make_env
+from ..rating.results import GameOutcome
 from .models import Bot, Game, GameStatus, Rating, RatingHistory, Tournament, utcnow
-from .ratings import Rating as TrueSkillRating
-from .ratings import RatingBook, make_env
-from .results import GameOutcome
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 RATING_BATCH = 64  # games read at a time when rating
@@ -46,7 +46,7 @@ READS_FROM = "0001"  # the oldest schema reading commands understand (later ones
 PG_NO_SUCH_DATABASE = "3D000"  # invalid_catalog_name
 PG_DUPLICATE_DATABASE = "42P04"
 PG_INSUFFICIENT_PRIVILEGE = "42501"
-log = logging.getLogger("arena.storage")
+log = logging.getLogger(__name__)
 
 
 class StorageError(ArenaError):

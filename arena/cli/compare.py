@@ -22,12 +22,12 @@ from rich.table import Table
 
 from referee.clock import MAX_TIME_MS, TimeControl
 
-from .compare import Comparison, CompareSpec, PairResult, endpoint_bot
+from ..errors import UsageError, shown
+from ..play.compare import CompareSpec, Comparison, PairResult, endpoint_bot
+from ..play.executor import InProcessExecutor
+from ..rating.ratings import RatingBook
+from ..rating.stats import SprtBounds, expected_units, fixed_length_summary
 from .console import make_console
-from .errors import UsageError, shown
-from .executor import InProcessExecutor
-from .ratings import RatingBook
-from .stats import SprtBounds, expected_units, fixed_length_summary
 
 DEFAULT_BOUNDS = {"deals": (0.0, 0.5), "games": (0.0, 20.0)}  # points per deal; Elo
 DEFAULT_MAX_UNITS = {"deals": 20_000, "games": 4_000}

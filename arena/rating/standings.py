@@ -17,7 +17,6 @@ from rich.table import Table
 from .ratings import Rating, default_rating
 from .results import FORFEIT_KINDS, GameOutcome
 
-
 UNBOUNDED_WIDTH = 10_000  # to measure a table's natural width (rich caps a measurement at the width given)
 
 

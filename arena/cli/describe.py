@@ -9,7 +9,7 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .storage import GameRow
+from ..store.store import GameRow
 
 # games.csv: the first eleven columns are the original ones (kept in place for old readers); the
 # forfeit and winner columns were added after them. docs/tournaments.md describes every column.

@@ -26,12 +26,12 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
-from .errors import quoted, shown
+from ..errors import quoted, shown
 from .models import RunLease as LeaseRow
 from .models import utcnow
-from .storage import Store, StorageError, first_line
+from .store import StorageError, Store, first_line
 
-log = logging.getLogger("arena.lease")
+log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # how often the holder renews its lease
 EXPIRY_S = 60.0  # a heartbeat older than this: the holder is dead (six missed beats)
 ACQUIRE_TRIES = 5  # concurrent starts: the losers of a write race look again

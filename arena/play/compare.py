@@ -21,18 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from casino.v1 import game_pb2
-
-from referee.clock import TimeControl
 from referee.bots.endpoint import BotEndpoint
-from referee.match.spec import FailurePolicy, GameSettings, GameSetup
+from referee.clock import TimeControl
 from referee.match.report import GameReport
+from referee.match.spec import FailurePolicy, GameSettings, GameSetup
 from referee.rules import RuleOptions
 
+from ..rating.ratings import RatingBook
+from ..rating.results import GameOutcome
+from ..rating.stats import MarginSprt, PentanomialSprt, SprtBounds, fixed_length_summary
+from ..schedule.pairings import deck_seed
 from .executor import GameExecutor, SeatBot
-from .pairings import deck_seed
-from .ratings import RatingBook
-from .results import GameOutcome
-from .stats import MarginSprt, PentanomialSprt, SprtBounds, fixed_length_summary
 
 FORFEIT_MARGIN = 11  # a forfeit in a one-deal game: as if the opponents took every point of the deal
 CARDS_PER_DEAL = 52  # every card of the deck is dealt in each deal, whatever the table size

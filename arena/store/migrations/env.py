@@ -1,4 +1,4 @@
-"""Alembic environment: the arena runs migrations itself (arena.storage.upgrade), handing over
+"""Alembic environment: the arena runs migrations itself (arena.store.store), handing over
 its own connection; ``alembic -x url=...`` from a shell works too."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from arena.models import Base
+from arena.store.models import Base
 
 config = context.config
 target_metadata = Base.metadata
