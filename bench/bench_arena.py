@@ -35,7 +35,7 @@ from rich.console import Console  # noqa: E402
 
 from arena.cli import live as live_run
 from arena.config import load_config  # noqa: E402
-from arena.play import runner
+from arena.play import rate, runner
 from arena.rating import standings
 from arena.store import store as storage  # noqa: E402
 
@@ -55,10 +55,11 @@ def _timed(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _instrument() -> None:
     """Count the CPU of every storage call and of standings: the arena's bookkeeping."""
-    for name in ("claim", "finish", "fail", "apply_ratings", "counts", "outcomes", "ratings", "bots",
+    for name in ("claim", "finish", "fail", "counts", "outcomes", "ratings", "bots",
                  "requeue_running", "add_games", "create_tournament", "tournament_id", "tournament",
                  "update_bot_specs", "upgrade"):
         setattr(storage.Store, name, _timed(getattr(storage.Store, name)))
+    runner.apply_ratings = _timed(rate.apply_ratings)  # type: ignore[attr-defined]
     runner.compute_standings = _timed(standings.compute_standings)  # type: ignore[attr-defined]
     live_run.fitting_standings_table = _timed(standings.fitting_standings_table)  # type: ignore[attr-defined]
 

@@ -27,6 +27,7 @@ from ..config import TournamentConfig
 from ..errors import quoted
 from ..rating.standings import Standings, compute_standings
 from ..schedule.pairings import round_robin
+from .rate import apply_ratings
 from ..store.store import GameTask, StorageError, Store, TournamentExistsError
 from .executor import GameExecutor, SeatBot
 
@@ -244,7 +245,7 @@ class TournamentRunner:
         clock = time.monotonic()
         if now or clock - self._rated_at >= RATING_INTERVAL_S:
             self._rated_at = clock
-            await self._db(self.store.apply_ratings, self.tid)
+            await self._db(apply_ratings, self.store, self.tid)
 
     async def run(self) -> None:
         """Play until no game is pending (or ``stopping`` is set and the running ones are done)."""
@@ -259,7 +260,7 @@ class TournamentRunner:
         requeued = await self._db(self.store.requeue_running, self.tid)
         if requeued:
             log.info("%d game(s) left running by an earlier process will be replayed", requeued)
-        await self._db(self.store.apply_ratings, self.tid)
+        await self._db(apply_ratings, self.store, self.tid)
         bots = await self._db(seat_bots, self.store, self.tid)
         running: dict[asyncio.Task[None], GameTask] = {}
         stop_wait = asyncio.ensure_future(self.stopping.wait())

@@ -15,7 +15,8 @@ import re
 import shlex
 import sqlite3
 import urllib.parse
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from casino.v1 import game_pb2
 
 from ..errors import ArenaError, one_line, quoted, shown
 from ..rating.ratings import Rating as TrueSkillRating
-from ..rating.ratings import RatingBook, make_env
+from ..rating.ratings import default_rating
 from ..rating.results import GameOutcome
 from .models import Bot, Game, GameStatus, Rating, RatingHistory, Tournament, utcnow
 
@@ -313,7 +314,7 @@ class Store:
         """A new tournament with its bots (name, spec, cwd, env) at positions 0.. in order, and
         ``games`` as its round 1, in one transaction (so nobody sees it without its games).
         TournamentExistsError when another process created one of that name first."""
-        env = make_env()
+        start = default_rating()
         try:
             with self.session() as s, s.begin():
                 t = Tournament(name=name, fingerprint=fingerprint, settings=settings, rated_through=0, rounds=0)
@@ -324,7 +325,7 @@ class Store:
                               env=dict(bot_env), active=True)
                     s.add(bot)
                     s.flush()
-                    s.add(Rating(bot_id=bot.id, mu=env.mu, sigma=env.sigma, games=0))
+                    s.add(Rating(bot_id=bot.id, mu=start.mu, sigma=start.sigma, games=0))
                 if _schedule(s, t, 1, games):
                     t.rounds = 1
                 return t.id
@@ -362,8 +363,8 @@ class Store:
                 bot = Bot(tournament_id=tid, position=position, name=name, spec=spec, cwd=cwd, env=dict(env or {}), active=True)
                 s.add(bot)
                 s.flush()
-                ts = make_env()
-                s.add(Rating(bot_id=bot.id, mu=ts.mu, sigma=ts.sigma, games=0))
+                start = default_rating()
+                s.add(Rating(bot_id=bot.id, mu=start.mu, sigma=start.sigma, games=0))
             return BotRow(bot.id, bot.position, bot.name, bot.spec, bot.cwd, dict(bot.env or {}), bot.active)
 
     def remove_bot(self, tid: int, name: str) -> None:
@@ -497,44 +498,17 @@ class Store:
         players = int(self.tournament(tid).settings.get("players", 2))
         return [_outcome(g, names, players) for g in self.games(tid, statuses=[GameStatus.DONE.value])]
 
-    def apply_ratings(self, tid: int) -> int:
-        """Rate the games after ``rated_through`` that are settled, in number order, stopping at
-        the first one still pending or running; one transaction. Returns how many were rated."""
+    @contextmanager
+    def rating_pass(self, tid: int) -> Iterator["RatingPass"]:
+        """One transaction over the games still to rate (the tournament row locked on PostgreSQL, so
+        two processes never rate the same game): what play/rate.py reads and writes through."""
         with self.session() as s, s.begin():
             q = select(Tournament).where(Tournament.id == tid)
             if self.engine.dialect.name == "postgresql":
                 q = q.with_for_update()
             t = s.scalar(q)
             assert t is not None
-            bots = list(s.scalars(select(Bot).where(Bot.tournament_id == tid)))
-            names = {b.position: b.name for b in bots}
-            by_name = {b.name: b for b in bots}
-            ratings = {r.bot_id: r for r in s.scalars(select(Rating).where(Rating.bot_id.in_([b.id for b in bots])))}
-            book = RatingBook(make_env(), {b.name: TrueSkillRating(ratings[b.id].mu, ratings[b.id].sigma) for b in bots})
-            players = int(t.settings.get("players", 2))
-            applied = 0
-            while True:  # in batches, reading only the columns rating needs (not the records)
-                rows = s.execute(
-                    select(Game.number, Game.round, Game.set_number, Game.deck_seed, Game.seat_bots, Game.status,
-                           Game.attempt, Game.result)
-                    .where(Game.tournament_id == tid, Game.number > t.rated_through)
-                    .order_by(Game.number).limit(RATING_BATCH)
-                ).all()
-                for number, round_, set_number, deck_seed, seat_bots, status, attempt, result in rows:
-                    if number != t.rated_through + 1 or status not in (GameStatus.DONE.value, GameStatus.FAILED.value):
-                        return applied
-                    if status == GameStatus.DONE.value:
-                        row = GameRow(0, number, round_, set_number, deck_seed, tuple(seat_bots), status, attempt, result, None)
-                        for name, rating in book.update(_outcome(row, names, players)).items():
-                            bot = by_name[name]
-                            current = ratings[bot.id]
-                            current.mu, current.sigma, current.games = rating.mu, rating.sigma, current.games + 1
-                            s.add(RatingHistory(tournament_id=tid, game_number=number, bot_id=bot.id,
-                                                mu=rating.mu, sigma=rating.sigma))
-                    t.rated_through = number
-                    applied += 1
-                if len(rows) < RATING_BATCH:
-                    return applied
+            yield RatingPass(s, t)
 
     def ratings(self, tid: int) -> dict[str, TrueSkillRating]:
         with self.session() as s:
@@ -550,6 +524,58 @@ class Store:
                              .where(RatingHistory.tournament_id == tid)
                              .order_by(RatingHistory.game_number, Bot.position))
             return [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+class RatingPass:
+    """The rating step's view of the database inside one transaction: the bots' current ratings,
+    the settled games after ``rated_through`` in number order, and a write per rated game. How a
+    game changes ratings is not the store's business (play/rate.py decides)."""
+
+    def __init__(self, s: Session, t: Tournament) -> None:
+        self._s, self._t = s, t
+        self._bots = {b.name: b for b in s.scalars(select(Bot).where(Bot.tournament_id == t.id))}
+        self._names = {b.position: b.name for b in self._bots.values()}
+        ids = [b.id for b in self._bots.values()]
+        self._rows = {r.bot_id: r for r in s.scalars(select(Rating).where(Rating.bot_id.in_(ids)))}
+        self._players = int(t.settings.get("players", 2))
+
+    def ratings(self) -> dict[str, TrueSkillRating]:
+        """Every bot's rating before this pass."""
+        return {name: TrueSkillRating(self._rows[b.id].mu, self._rows[b.id].sigma) for name, b in self._bots.items()}
+
+    def settled_games(self) -> Iterator[tuple[int, GameOutcome | None]]:
+        """(number, outcome) of each game after ``rated_through`` in number order, None for a failed
+        game; it stops at the first game still pending or running. Reads in batches, and only the
+        columns rating needs (not the records)."""
+        after = self._t.rated_through
+        while True:
+            rows = self._s.execute(
+                select(Game.number, Game.round, Game.set_number, Game.deck_seed, Game.seat_bots, Game.status,
+                       Game.attempt, Game.result)
+                .where(Game.tournament_id == self._t.id, Game.number > after)
+                .order_by(Game.number).limit(RATING_BATCH)
+            ).all()
+            for number, round_, set_number, deck_seed, seat_bots, status, attempt, result in rows:
+                if number != after + 1 or status not in (GameStatus.DONE.value, GameStatus.FAILED.value):
+                    return
+                after = number
+                if status == GameStatus.DONE.value:
+                    row = GameRow(0, number, round_, set_number, deck_seed, tuple(seat_bots), status, attempt, result, None)
+                    yield number, _outcome(row, self._names, self._players)
+                else:
+                    yield number, None
+            if len(rows) < RATING_BATCH:
+                return
+
+    def rated(self, number: int, ratings: dict[str, TrueSkillRating]) -> None:
+        """Game ``number`` is rated: the bots in it now have ``ratings`` (none for a failed game)."""
+        for name, rating in ratings.items():
+            bot = self._bots[name]
+            current = self._rows[bot.id]
+            current.mu, current.sigma, current.games = rating.mu, rating.sigma, current.games + 1
+            self._s.add(RatingHistory(tournament_id=self._t.id, game_number=number, bot_id=bot.id,
+                                      mu=rating.mu, sigma=rating.sigma))
+        self._t.rated_through = number
 
 
 def _schedule(s: Session, t: Tournament, round_number: int, games: Iterable[Any]) -> int:

@@ -37,6 +37,7 @@ from sqlalchemy import Column, Integer, MetaData, Table, insert, inspect, select
 from arena.cli.live import run_tournament
 from arena.config import load_config
 from arena.play.executor import InProcessExecutor
+from arena.play.rate import apply_ratings
 from arena.play.runner import TournamentRunner, current_standings, open_tournament
 from arena.rating.ratings import RatingBook, make_env
 from arena.rating.results import GameOutcome
@@ -358,13 +359,13 @@ def test_apply_ratings_waits_for_earlier_games_and_rates_in_number_order(store_u
         assert in_order.ratings() != reversed_order.ratings()  # else this test could not tell
 
         assert store.finish(two, results[2], {})
-        assert store.apply_ratings(tid) == 0  # game 1 is still running
+        assert apply_ratings(store, tid) == 0  # game 1 is still running
         assert store.rating_history(tid) == []
         assert store.tournament(tid).rated_through == 0
         assert all(r.mu == make_env().mu for r in store.ratings(tid).values())
 
         assert store.finish(one, results[1], {})
-        assert store.apply_ratings(tid) == 2
+        assert apply_ratings(store, tid) == 2
         assert store.tournament(tid).rated_through == 2
         stored = store.ratings(tid)
         assert {name: stored[name] for name in ("a", "b")} == in_order.ratings()
@@ -377,7 +378,7 @@ def test_apply_ratings_waits_for_earlier_games_and_rates_in_number_order(store_u
         # A game the referee could not play is settled too: rating goes past it, without history.
         store.fail(three, "referee failure", retry=False)
         assert store.finish(four, results[4], {})
-        assert store.apply_ratings(tid) == 2
+        assert apply_ratings(store, tid) == 2
         assert store.tournament(tid).rated_through == 4
         in_order.update(outcomes[4])
         assert [n for n, *_ in store.rating_history(tid)] == [1, 1, 2, 2, 4, 4]
@@ -886,9 +887,9 @@ class ThreadRecordingStore(Store):
         self._note("finish")
         return super().finish(*args, **kwargs)
 
-    def apply_ratings(self, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
-        self._note("apply_ratings")
-        return super().apply_ratings(*args, **kwargs)
+    def rating_pass(self, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        self._note("rating_pass")
+        return super().rating_pass(*args, **kwargs)
 
 
 def test_the_runner_keeps_database_calls_off_the_event_loop(tmp_path: Path) -> None:
@@ -910,7 +911,7 @@ def test_the_runner_keeps_database_calls_off_the_event_loop(tmp_path: Path) -> N
     try:
         asyncio.run(main())
         assert store.counts(tid)["done"] == 2
-        assert set(store.threads) == {"claim", "finish", "apply_ratings"}
+        assert set(store.threads) == {"claim", "finish", "rating_pass"}
         loop_thread = threading.current_thread().name
         for call, names in store.threads.items():
             assert loop_thread not in names and all(n.startswith("arena-db") for n in names), (call, names)
