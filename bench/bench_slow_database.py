@@ -39,7 +39,7 @@ def main() -> int:
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    from arena.cli.main import run_tournament
+    from arena.cli.live import run_tournament
     from arena.config import load_config
     from arena.store.store import Store
 

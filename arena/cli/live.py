@@ -1,6 +1,7 @@
-"""``arena run``'s live run of a tournament: the runner with a progress display (a live bar and
-standings on a terminal, a line every few seconds in a pipe), Ctrl-C and SIGTERM handling, the run
-lease, and the final tables. ``arena run`` and ``arena demo`` both call ``run_tournament``."""
+"""``arena run``'s live run of a tournament on a terminal or in a log: a TournamentSession
+(play/session.py) with a progress display (a live bar and standings on a terminal, a line every few
+seconds in a pipe), Ctrl-C and SIGTERM handling, and the final tables. ``arena run`` and
+``arena demo`` both call ``run_tournament``."""
 
 from __future__ import annotations
 
@@ -14,19 +15,9 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..config import TournamentConfig
-from ..play.executor import InProcessExecutor
-from ..play.runner import (
-    GameDone,
-    TournamentRunner,
-    available_cores,
-    current_standings,
-    logs_dir_for,
-    open_tournament,
-    oversubscription_warning,
-)
+from ..play.runner import available_cores, oversubscription_warning
+from ..play.session import GameFinished, RunEnded, RunStarted, TournamentSession
 from ..rating.standings import Standings, fitting_standings_table, head_to_head_table
-from ..store.lease import Lease
-from ..store.store import Store
 from .console import PROG
 
 PIPE_PROGRESS_S = 5.0  # in a pipe or a log: a progress line at most this often (and one after the last game)
@@ -47,117 +38,115 @@ def warn_if_oversubscribed(concurrency: int) -> None:
         sys.stderr.flush()
 
 
+class LiveDisplay:
+    """A session's progress on a console: on a terminal a live bar with standings refreshed at most
+    every ``refresh_s`` (computed in a thread); in a pipe a line every ``pipe_every_s`` seconds and
+    after the last game."""
+
+    def __init__(self, console: Console, session: TournamentSession, refresh_s: float, pipe_every_s: float) -> None:
+        self.console = console
+        self.session = session
+        self.refresh_s = refresh_s
+        self.pipe_every_s = pipe_every_s
+        self.progress = _progress()
+        self.bar = self.progress.add_task(session.config.name, total=0, rate=0.0)
+        self.live: Live | None = None
+        self.table: object = ""
+        self._table_at = 0.0
+        self._line_at = time.monotonic()
+        self._refreshing = False
+
+    def started(self, event: RunStarted) -> None:
+        if event.lease_taken_from:
+            self.console.print(f"took over the lease of a process that is gone: {event.lease_taken_from}", soft_wrap=True)
+        self.progress.update(self.bar, total=event.total, completed=event.settled)
+        warn_if_oversubscribed(event.concurrency)
+        self.console.print(f"tournament {event.name!r}: {event.bots} bots, {event.total} games "
+                           f"({event.settled} already played), {event.concurrency} at once; database {event.database}",
+                           soft_wrap=True)  # one line even in a log: paths are not cut
+        if self.console.is_terminal:
+            self._refresh()  # the standings as they are, before the first game of this run
+
+    def game_finished(self, event: GameFinished) -> None:
+        now = time.monotonic()
+        self.progress.update(self.bar, advance=1, rate=event.rate)
+        if not self.console.is_terminal and (now - self._line_at >= self.pipe_every_s or event.finished == event.total):
+            self._line_at = now
+            self.console.print(f"{event.finished}/{event.total} games, {event.rate:.1f} games/s")
+        if self.console.is_terminal and now - self._table_at >= self.refresh_s:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        """Standings cost a query over every game: not after every game, and never on the loop that
+        times the bots (the session computes them in a thread; the display takes them when ready)."""
+        if self._refreshing:
+            return
+        self._refreshing, self._table_at = True, time.monotonic()
+        asyncio.ensure_future(self.session.standings_now()).add_done_callback(self._show)
+
+    def _show(self, task: asyncio.Future[Standings]) -> None:
+        self._refreshing = False
+        if not task.cancelled() and task.exception() is None:
+            self.table = fitting_standings_table(self.console, task.result(), "standings")
+            if self.live is not None:
+                self.live.update(Group(self.progress, self.table))
+
+
 async def run_tournament(config: TournamentConfig, console: Console, concurrency: int | None = None,
                          refresh_s: float = 1.0, show_paths: bool = True, pipe_every_s: float = PIPE_PROGRESS_S) -> int:
     """``arena run``: schedule (first time) or resume, play every pending game, print standings.
-    Not on a terminal, progress is a line every ``pipe_every_s`` seconds and after the last game."""
-    store = Store(config.database)
-    lease: Lease | None = None
+    Not on a terminal, progress is a line every ``pipe_every_s`` seconds and after the last game.
+    The first interrupt (Ctrl-C, SIGTERM) finishes the running games; the second abandons them."""
+    session = TournamentSession(config, concurrency=concurrency)
+    display = LiveDisplay(console, session, refresh_s, pipe_every_s)
+    session.events = display
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+
+    def interrupt() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            console.print("[yellow]stopping: finishing the running games (interrupt again to abandon them; "
+                          "they will be replayed next time)")
+            session.stop()
+        else:
+            session.abandon()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, interrupt)
     try:
-        tid = open_tournament(store, config)
-        lease = Lease.acquire(store, tid, config.name, "run")  # before any game is touched
-        if lease.taken_from:
-            console.print(f"took over the lease of a process that is gone: {lease.taken_from}", soft_wrap=True)
-        counts = store.counts(tid)
-        total = sum(counts.values())
-        settled = counts["done"] + counts["failed"]
-        executor = InProcessExecutor(logs_dir_for(config))
-        progress = _progress()
-        bar = progress.add_task(config.name, total=total, completed=settled, rate=0.0)
-        started, played = time.monotonic(), 0
-        table_at, line_at = 0.0, started
-        live_table = fitting_standings_table(console, current_standings(store, tid), "standings")
-        failures: list[str] = []
-        refreshing: asyncio.Future[Standings] | None = None  # the live standings being computed
-
-        def on_game(done: GameDone) -> None:
-            nonlocal played, table_at, line_at, refreshing
-            played += 1
-            now = time.monotonic()
-            rate = played / max(now - started, 1e-9)
-            progress.update(bar, advance=1, rate=rate)
-            if not console.is_terminal and (now - line_at >= pipe_every_s or settled + played == total):
-                line_at = now
-                console.print(f"{settled + played}/{total} games, {rate:.1f} games/s")
-            if done.report is None:
-                failures.append(f"game {done.task.number}: {done.error}")
-            if console.is_terminal and now - table_at >= refresh_s and refreshing is None:
-                # standings cost a query over every game: not every game, and never on the loop
-                # that times the bots (a thread computes them; the display takes them when ready)
-                table_at = now
-                refreshing = asyncio.ensure_future(asyncio.to_thread(current_standings, store, tid))
-                refreshing.add_done_callback(show_standings)
-
-        def show_standings(task: asyncio.Future[Standings]) -> None:
-            nonlocal live_table, refreshing
-            refreshing = None
-            if not task.cancelled() and task.exception() is None:
-                live_table = fitting_standings_table(console, task.result(), "standings")
-                live.update(Group(progress, live_table))
-
-        runner = TournamentRunner(store, tid, config, executor, concurrency, on_game)
-        loop = asyncio.get_running_loop()
-        lease.when_lost(lambda: loop.call_soon_threadsafe(runner.stopping.set))
-        interrupts = 0
-
-        def interrupt() -> None:
-            nonlocal interrupts
-            interrupts += 1
-            if interrupts == 1:
-                console.print("[yellow]stopping: finishing the running games (interrupt again to abandon them; "
-                              "they will be replayed next time)")
-                runner.stopping.set()
-            else:
-                main_task.cancel()
-
-        main_task = asyncio.current_task()
-        assert main_task is not None
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, interrupt)
-        warn_if_oversubscribed(runner.concurrency)
-        console.print(f"tournament {config.name!r}: {len(config.bots)} bots, {total} games "
-                      f"({settled} already played), {runner.concurrency} at once; database {store.url_for_people}",
-                      soft_wrap=True)  # one line even in a log: paths are not cut
-        try:
-            if console.is_terminal:
-                with Live(Group(progress, live_table), console=console, refresh_per_second=4) as live:
-                    try:
-                        await runner.run()
-                    except asyncio.CancelledError:
-                        pass
-                    if refreshing is not None:  # let the last refresh land before the store closes
-                        await asyncio.wait([refreshing])
-                    live.update(Group(progress))
-            else:  # a log or a pipe: a plain line every few seconds instead of a live display
-                try:
-                    await runner.run()
-                except asyncio.CancelledError:
-                    pass
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-            await executor.close()
-        console.print()
-        standings = current_standings(store, tid)
-        counts = store.counts(tid)
-        title = f"{config.name}: standings after {counts['done']} games"
-        console.print(fitting_standings_table(console, standings, title))
-        console.print(head_to_head_table(standings))
-        for line in failures:
-            console.print(f"[red]referee failure[/red] {line}")
-        for row in standings.rows:
-            if row.forfeits.get("startup"):
-                console.print(f"[red]{row.name} could not be started[/red] for {row.forfeits['startup']} game(s): "
-                              f"see `arena games {config.path.name} --bot {row.name} --failed` and its log in "
-                              f"{logs_dir_for(config)}", soft_wrap=True)
-        pending = counts["pending"] + counts["running"]
-        if pending:
-            console.print(f"stopped with {pending} games still to play: run the same command again to resume")
-            return 130 if interrupts else 1
-        if show_paths:
-            console.print(f"database: {store.url_for_people}; bot logs: {logs_dir_for(config)}", soft_wrap=True)
-        return 0
+        if console.is_terminal:
+            with Live(Group(display.progress), console=console, refresh_per_second=4) as live:
+                display.live = live
+                ended = await session.run()
+                live.update(Group(display.progress))
+        else:  # a log or a pipe: a plain line every few seconds instead of a live display
+            ended = await session.run()
     finally:
-        if lease is not None:
-            lease.release()
-        store.close()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return _final_report(console, config, ended, interrupted=interrupts > 0, show_paths=show_paths)
+
+
+def _final_report(console: Console, config: TournamentConfig, ended: RunEnded, interrupted: bool,
+                  show_paths: bool) -> int:
+    """The final tables and notes; the exit status (0 done, 1 stopped, 130 interrupted)."""
+    console.print()
+    standings = ended.standings
+    title = f"{config.name}: standings after {ended.counts['done']} games"
+    console.print(fitting_standings_table(console, standings, title))
+    console.print(head_to_head_table(standings))
+    for line in ended.failures:
+        console.print(f"[red]referee failure[/red] {line}")
+    for row in standings.rows:
+        if row.forfeits.get("startup"):
+            console.print(f"[red]{row.name} could not be started[/red] for {row.forfeits['startup']} game(s): "
+                          f"see `arena games {config.path.name} --bot {row.name} --failed` and its log in "
+                          f"{ended.logs_dir}", soft_wrap=True)
+    if ended.pending:
+        console.print(f"stopped with {ended.pending} games still to play: run the same command again to resume")
+        return 130 if interrupted else 1
+    if show_paths:
+        console.print(f"database: {ended.database}; bot logs: {ended.logs_dir}", soft_wrap=True)
+    return 0

@@ -27,7 +27,7 @@ from ..store.store import NoDatabaseError, StorageError, Store
 from .compare import add_compare_parser, add_gauntlet_parser
 from .console import PROG, make_console
 from .describe import failure_place, games_csv, kind_name
-from .live import run_tournament, warn_if_oversubscribed  # noqa: F401  (run_tournament: also for scripts)
+from .live import run_tournament, warn_if_oversubscribed
 
 
 class _Parser(argparse.ArgumentParser):

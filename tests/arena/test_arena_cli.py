@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from arena.cli import live as live_run
+from arena.play import session as play_session
 from arena.cli.live import run_tournament
 from arena.config import load_config
 from tests.conftest import bot_processes, python_bot_command
@@ -231,18 +231,18 @@ def test_live_standings_on_a_terminal_are_computed_off_the_loop(tmp_path: Path) 
     path.write_text(tournament_text("live", two_bots("greedy", "other")), encoding="utf-8")
     out = io.StringIO()
     computed: list[str] = []
-    real = live_run.current_standings
+    real = play_session.current_standings
 
     def noting(store, tid):  # type: ignore[no-untyped-def]
         computed.append(threading.current_thread().name)
         return real(store, tid)
 
-    live_run.current_standings = noting  # type: ignore[assignment]
+    play_session.current_standings = noting  # type: ignore[assignment]
     try:
         console = Console(file=out, width=120, force_terminal=True)
         status = asyncio.run(run_tournament(load_config(path), console, refresh_s=0.0))
     finally:
-        live_run.current_standings = real  # type: ignore[assignment]
+        play_session.current_standings = real  # type: ignore[assignment]
     assert status == 0, out.getvalue()[-2000:]
     loop_thread = threading.current_thread().name
     refreshes = computed[1:-1]  # the first (before the run) and the last (the final table) are not live
