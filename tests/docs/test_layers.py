@@ -101,3 +101,85 @@ def test_the_layers_only_look_down() -> None:
     engine_imports = sorted({f"{name} -> {i}" for name, deps in every.items() if name.startswith(ENGINE)
                              for i in deps if i.split(".")[0] in NOT_IN_THE_ENGINE})
     assert engine_imports == [], engine_imports
+
+
+# Each package's layer, lowest first (docs/architecture.md, "Layout"): a module imports only modules
+# of its own layer or below. The rules engine is the bottom; the arena sits on the whole referee.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("referee.rules",),
+    ("referee.errors", "referee.clock", "referee.names", "referee.players", "referee.perft"),
+    ("referee.wire",),
+    ("referee.bots", "referee.sandbox"),
+    ("referee.match",),
+    ("referee.service", "referee.cli"),
+    ("arena.errors", "arena.config"),
+    ("arena.rating", "arena.schedule"),
+    ("arena.store",),
+    ("arena.play",),
+    ("arena.cli",),
+)
+
+
+def layer_of(module: str) -> int:
+    for rank, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    raise AssertionError(f"{module} is in no layer: add its package to LAYERS (and to docs/architecture.md)")
+
+
+def package_of(module: str) -> str:
+    """The unit the layers name: ``referee.match.game`` -> ``referee.match``, ``arena.config`` -> itself."""
+    for prefixes in LAYERS:
+        for p in prefixes:
+            if module == p or module.startswith(p + "."):
+                return p
+    return module
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Each package (as LAYERS names them) -> the other packages its modules import."""
+    graph, _ = project_graph()
+    packages: dict[str, set[str]] = {}
+    for name, deps in graph.items():
+        if name in PACKAGES:
+            continue  # the bare top-level packages (empty __init__ files)
+        packages.setdefault(package_of(name), set()).update(package_of(d) for d in deps if package_of(d) != package_of(name))
+    return packages
+
+
+def test_every_package_imports_only_its_own_layer_or_below() -> None:
+    graph = package_graph()
+    assert {"referee.rules", "referee.wire", "referee.bots", "referee.match", "arena.store", "arena.play", "arena.cli"} <= set(graph)
+    upward = sorted(f"{p} -> {d}" for p, deps in graph.items() for d in deps if layer_of(d) > layer_of(p))
+    assert upward == [], upward
+
+
+def test_no_cycles_between_packages() -> None:
+    assert cycles(package_graph()) == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    # the check itself: a made-up engine module importing the arena's store is upward
+    assert layer_of("arena.store.store") > layer_of("referee.rules.state")
+    assert package_of("referee.match.game") == "referee.match"
+
+
+def test_the_architecture_layout_table_names_every_package_at_its_layer() -> None:
+    # docs/architecture.md "Layout": one row per package folder (or group of top-level modules);
+    # every package folder on disk is in the table, at the layer LAYERS gives it
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Layout"):doc.index("### Where what comes next goes")]
+    rows: dict[str, int] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].isdigit():
+            first = cells[1].split(",")[0].strip().strip("`").removesuffix("/").removesuffix(".py")
+            rows[first.replace("/", ".")] = int(cells[0])
+    for pkg in PACKAGES:
+        for folder in sorted((ROOT / pkg).iterdir()):
+            if (folder / "__init__.py").exists():
+                name = f"{pkg}.{folder.name}"
+                assert name in rows, f"{name} is missing from docs/architecture.md's Layout table"
+    for name, rank in rows.items():
+        assert layer_of(name) == rank, f"{name}: layer {rank} in the doc, {layer_of(name)} in LAYERS"
+    assert "referee.sandbox" in rows and "arena.play" in rows
