@@ -6,7 +6,9 @@ cards, then each round's hands (the cards each seat played in that round and, in
 round, its hand now), then the stock. Hidden hands respect what the history proves (rule 10): a
 seat that still owned a build after one of this round's plays holds a card of its value unless it
 played one later. The deal's plays are replayed with ``apply`` and the result checked against the
-observation.
+observation. The state knows only this deal's deck and no earlier sheets: search it with ``play``,
+which stops at the deal's end (``deal_over``, ``sheets[-1]`` this deal's sheet); ``apply`` on the last
+card raises DecksExhaustedError, as there is no next deck to deal.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from referee.rules import (
     ACE,
     RANK,
     Condition,
+    DecksExhaustedError,
     GameState,
     InvalidObservationError,
     MoveKind,
@@ -25,6 +26,7 @@ from referee.rules import (
     observation,
     parse_card,
     parse_cards,
+    play,
     resample,
 )
 from referee.rules.resample import _deal_hidden
@@ -141,3 +143,14 @@ def test_an_observation_no_state_produces_is_refused() -> None:
             continue
         accepted.append(why)
     assert accepted == []
+
+
+def test_a_resampled_state_ends_with_its_deal() -> None:
+    state = new_game(RuleOptions(), seed=1)
+    for _ in range(47):
+        state = apply(state, legal_moves(state)[0])
+    got = resample(observation(state, state.to_move), random.Random(0))
+    last = play(got, legal_moves(got)[0])  # the deal's last card: scored, not dealt on
+    assert last.deal_over and len(last.sheets) == 1 and last.sheets[0].sides
+    with pytest.raises(DecksExhaustedError):
+        apply(got, legal_moves(got)[0])
