@@ -5,7 +5,7 @@ Usage: python bench/eval_bots.py A B [--games N] [--seed S] [--players 2|4] [--s
 A and B are ``random``, ``greedy`` or ``lookahead``. Games come in pairs on the same seed (so the
 same decks, deal by deal) with the seats swapped, and A's seat in the first game of a pair
 alternating: ``--games`` is rounded up to an even number. Each bot's ``choose`` gets exactly what it
-would get over gRPC: a ``casino.v1.Turn`` built with ``referee.convert.turn_to_pb`` from the engine
+would get over gRPC: a ``casino.v1.Turn`` built with ``referee.wire.convert.turn_to_pb`` from the engine
 state, and its hooks get GameStart / PlayMade / GameEnd. The lookahead bot runs on a fixed sample
 budget (``--samples`` determinisations per move, no clock) so results do not depend on the
 machine. With 4 players each bot plays both seats of its partnership.

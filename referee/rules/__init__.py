@@ -3,9 +3,31 @@
 >>> from referee.rules import new_game, legal_moves, apply
 >>> state = new_game(seed=7)
 >>> state = apply(state, legal_moves(state)[0])
+
+The public surface is ``__all__``: the names bots and tools outside the engine may use, imported
+from here (``from referee.rules import resample``), never from a submodule; the submodules' other
+names may change without notice. The Python SDK keeps to it (tests/docs/test_layers.py).
 """
 
-from .cards import Card, card_code, cards_code, parse_card, parse_cards, parse_deck
+from .cards import (
+    ACE,
+    ACE_HIGH,
+    ALL_CARDS,
+    BIG_CASINO,
+    CODE,
+    KING,
+    LITTLE_CASINO,
+    RANK,
+    SPADE,
+    SUIT,
+    SUITS,
+    Card,
+    card_code,
+    cards_code,
+    parse_card,
+    parse_cards,
+    parse_deck,
+)
 from .errors import (
     DecksExhaustedError,
     GameOverError,
@@ -13,6 +35,7 @@ from .errors import (
     InvalidCardError,
     InvalidDeckError,
     InvalidMoveError,
+    InvalidObservationError,
     InvalidOptionError,
     InvalidRecordError,
     InvalidSeatError,
@@ -20,22 +43,31 @@ from .errors import (
 )
 from .legal import explain_illegal, legal_moves
 from .moves import Move, MoveKind, format_move, parse_move
+from .observation import Observation, observation
 from .options import Condition, RuleOptions
 from .play import apply, next_deal_if_over, play
+from .record import RECORD_VERSION, game_record, replay_record
+from .resample import resample
 from .scoring import DealSheet, EndReason, GameResult, SideSheet
 from .state import Build, DeckSource, GameState, LogEntry, make_position, new_game
 
-__all__ = [
-    "Build", "Card", "Condition", "DealSheet", "DeckSource", "DecksExhaustedError", "EndReason",
-    "GameOverError", "GameResult", "GameState", "IllegalMoveError", "InvalidCardError",
-    "InvalidDeckError", "InvalidMoveError", "InvalidOptionError", "InvalidRecordError",
-    "InvalidSeatError", "LogEntry", "Move", "MoveKind", "RuleOptions", "RulesError", "SideSheet",
-    "apply", "card_code", "cards_code", "explain_illegal", "format_move", "legal_moves",
-    "make_position", "new_game", "next_deal_if_over", "parse_card", "parse_cards", "parse_deck",
-    "parse_move", "play",
+__all__ = [  # noqa: RUF022 (grouped by subject, sorted within a group)
+    # cards: ints 0..51 ((rank - 1) * 4 + suit), their codes, and per-card tables indexed by card
+    "ACE", "ACE_HIGH", "ALL_CARDS", "BIG_CASINO", "CODE", "KING", "LITTLE_CASINO", "RANK", "SPADE", "SUIT",
+    "SUITS", "Card", "card_code", "cards_code", "parse_card", "parse_cards", "parse_deck",
+    # options, moves and their notation
+    "Condition", "RuleOptions", "Move", "MoveKind", "format_move", "parse_move",
+    # states and play
+    "Build", "DeckSource", "GameState", "LogEntry", "make_position", "new_game",
+    "apply", "explain_illegal", "legal_moves", "next_deal_if_over", "play",
+    # scoring and results
+    "DealSheet", "EndReason", "GameResult", "SideSheet",
+    # what one seat sees, and a state drawn consistently with it
+    "Observation", "observation", "resample",
+    # game records
+    "RECORD_VERSION", "game_record", "replay_record",
+    # errors: every bad input raises a RulesError
+    "DecksExhaustedError", "GameOverError", "IllegalMoveError", "InvalidCardError", "InvalidDeckError",
+    "InvalidMoveError", "InvalidObservationError", "InvalidOptionError", "InvalidRecordError",
+    "InvalidSeatError", "RulesError",
 ]
-
-from .observation import Observation, observation  # noqa: E402
-from .record import RECORD_VERSION, game_record, replay_record  # noqa: E402
-
-__all__ += ["Observation", "RECORD_VERSION", "game_record", "observation", "replay_record"]

@@ -46,3 +46,7 @@ class DecksExhaustedError(RulesError):
 
 class InvalidRecordError(RulesError, ValueError):
     """A game record that is malformed or does not replay to what it claims."""
+
+
+class InvalidObservationError(RulesError, ValueError):
+    """An observation that no state of the game can produce: cards that do not add up, plays that do not replay."""

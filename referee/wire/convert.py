@@ -7,7 +7,17 @@ from functools import lru_cache
 
 from casino.v1 import bot_pb2, game_pb2
 
-from ..rules import Condition, Move, MoveKind, Observation, RuleOptions, parse_card
+from ..rules import (
+    Build,
+    Condition,
+    InvalidObservationError,
+    Move,
+    MoveKind,
+    Observation,
+    RuleOptions,
+    parse_card,
+    parse_move,
+)
 from ..rules.cards import CODE
 from ..rules.errors import InvalidCardError, InvalidMoveError, InvalidOptionError
 
@@ -107,6 +117,39 @@ def observation_to_pb(obs: Observation, plays: Iterable[game_pb2.PublicPlay] | N
         scores=obs.scores,
         restricted=[c.value if c else "" for c in obs.restricted],
         continuation=obs.continuation,
+    )
+
+
+def observation_from_pb(pb: game_pb2.Observation, options: RuleOptions) -> Observation:
+    """The engine form of a protocol observation, under ``options`` (the handshake's: a Turn does not
+    carry them); bad cards, plays or conditions raise InvalidCardError, InvalidMoveError or InvalidObservationError."""
+    try:
+        restricted = tuple(Condition(c) if c else None for c in pb.restricted)
+    except ValueError:
+        raise InvalidObservationError(f"unknown restricted condition in {list(pb.restricted)}") from None
+    return Observation(
+        seat=pb.seat,
+        side=pb.side,
+        options=options,
+        deal=pb.deal,
+        round=pb.round,
+        dealer=pb.dealer,
+        to_move=pb.to_move,
+        hand=tuple(parse_card(c) for c in pb.hand),
+        hand_sizes=tuple(pb.hand_sizes),
+        loose=tuple(parse_card(c) for c in pb.loose),
+        builds=tuple(
+            Build(b.id, b.value, tuple(parse_card(c) for c in b.cards), b.owner, b.multiple) for b in pb.builds
+        ),
+        pile_sizes=tuple(pb.pile_sizes),
+        sweeps=tuple(pb.sweeps),
+        last_capturer=None if pb.last_capturer < 0 else pb.last_capturer,
+        stock_size=pb.stock_size,
+        table_dealt=tuple(parse_card(c) for c in pb.table_dealt),
+        plays=tuple((p.seat, parse_move(p.move)) for p in pb.plays),
+        scores=tuple(pb.scores),
+        restricted=restricted,
+        continuation=pb.continuation,
     )
 
 

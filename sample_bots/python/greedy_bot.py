@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from casino_bot import CasinoBot, legal_moves, run, table_from_turn
-from referee.rules import Build, Move, MoveKind
-from referee.rules.cards import ACE, ALL_CARDS, BIG_CASINO, LITTLE_CASINO, RANK, SPADE, SUIT
+
+from referee.rules import ACE, ALL_CARDS, BIG_CASINO, LITTLE_CASINO, RANK, SPADE, SUIT, Build, Move, MoveKind
 
 CARD = 3 / 27  # a share of the 3 points for most cards
 SPADE_BONUS = 1 / 7  # a share of the 1 point for most spades

@@ -24,8 +24,9 @@ import time
 
 from casino_bot import CasinoBot, legal_moves, run, state_from_turn, table_from_turn
 from greedy_bot import greedy_index, move_value
-from referee.rules import GameState, RuleOptions, RulesError, legal_moves as engine_legal_moves, play
-from referee.rules.scoring import DealSheet
+
+from referee.rules import DealSheet, GameState, RuleOptions, RulesError, play
+from referee.rules import legal_moves as engine_legal_moves
 
 CONDITION_WIN = 30.0  # more than any deal's margin: meeting an 18/19/20 condition ends the game
 # The answer must reach the referee within move time + bank (+ its small grace, which is for

@@ -1,6 +1,7 @@
 """docs/how-to-write-a-bot.md stays true: its bot, every command of its shell blocks and its
 tournament file are run as written (real processes, real gRPC, a real SQLite database), with
-only the paths moved into a temporary folder (the page's bot file, records and tournament)."""
+only the paths moved into a temporary folder (the page's bot file, records and tournament); the
+engine names it calls public are the engine's public names."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import referee.wire.convert
+import referee.rules
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "how-to-write-a-bot.md").read_text(encoding="utf-8")
 BOT_PATH = "sample_bots/python/my_bot.py"
 
 
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```", PAGE, flags=re.M | re.S)
+    return re.findall(rf"^```{language}\n(.*?)^```", PAGE, flags=re.MULTILINE | re.DOTALL)
 
 
 def commands(block: str) -> list[str]:
@@ -47,10 +51,10 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
     outputs: dict[str, str] = {}
     for line in (command for block in blocks("sh") for command in commands(block)):
         if "<one of the records>" in line:
-            first = sorted(records.glob("*.json"))[0]
+            first = min(records.glob("*.json"))
             line = line.replace("rec/<one of the records>.json", str(first))
         argv = shlex.split(local(line))
-        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(argv, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"{line}\nexit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         outputs[" ".join(line.split()[:2])] = done.stdout
 
@@ -58,7 +62,7 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
                             ".venv/bin/arena compare", ".venv/bin/arena run", ".venv/bin/arena standings",
                             ".venv/bin/arena games"}
     assert "clean: every answer was a legal move in time" in outputs[".venv/bin/referee check"]
-    assert re.search(r"^most-cards\s+10\s", outputs[".venv/bin/referee match"], flags=re.M)
+    assert re.search(r"^most-cards\s+10\s", outputs[".venv/bin/referee match"], flags=re.MULTILINE)
     assert len(list(records.glob("*.json"))) == 10
     assert outputs[".venv/bin/referee replay"].startswith("game ") and "== deal 1" in outputs[".venv/bin/referee replay"]
     assert "H1 accepted" in outputs[".venv/bin/arena compare"]
@@ -70,3 +74,12 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
     assert all(row["games"] == 8 and sum(row["forfeits"].values()) == 0 for row in ranked.values())
     assert outputs[".venv/bin/arena games"].strip() == "no games"
     assert (tmp_path / "my-cup.db").exists(), "results go next to the tournament file"
+
+
+def test_the_engine_names_the_page_offers_are_public() -> None:
+    (paragraph,) = re.findall(r"^A bot may use the rules engine itself.*?\n\n", PAGE, flags=re.MULTILINE | re.DOTALL)
+    engine, _, wire = paragraph.partition("`referee.wire.convert`")
+    names = set(re.findall(r"`(\w+)`", engine)) - {"__all__", "state_from_turn"}  # the SDK's name for resample
+    assert {"resample", "observation", "legal_moves", "RANK"} <= names
+    assert sorted(names - set(referee.rules.__all__)) == []
+    assert all(hasattr(referee.wire.convert, name) for name in re.findall(r"`(\w+)`", wire))

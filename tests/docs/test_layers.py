@@ -1,18 +1,28 @@
 """The import graph of the referee and the arena, read from their source (every import, at any
 depth of a module): no module imports another that imports it back, and the layers only look
 down: the rules engine imports no other part of the project (nor gRPC, a database or the clock),
-the referee nothing of the arena (docs/architecture.md)."""
+the referee nothing of the arena (docs/architecture.md). The Python SDK (sample_bots/python) uses
+the project only through the engine's public names, the wire module and the generated protocol
+code, and the wire module only the engine and the protocol code."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import sys
 from pathlib import Path
 
+import referee.rules
 from tests.conftest import ROOT
 
 PACKAGES = ("referee", "arena")
 ENGINE = "referee.rules"
 NOT_IN_THE_ENGINE = ("grpc", "google", "casino", "sqlalchemy", "alembic", "psycopg", "asyncio", "time", "rich")
+SDK = ROOT / "sample_bots" / "python"
+PROJECT = ("referee", "arena", "casino", "tests", "bench", "scripts")  # the repository's top-level packages
+# what the SDK package may import besides the standard library: its declared dependencies
+# (royal-casino-arena, grpcio, grpcio-health-checking, grpcio-reflection, protobuf)
+SDK_DEPENDENCIES = ("referee", "casino", "grpc", "grpc_health", "grpc_reflection", "google")
 
 
 def module_name(path: Path) -> str:
@@ -183,3 +193,57 @@ def test_the_architecture_layout_table_names_every_package_at_its_layer() -> Non
     for name, rank in rows.items():
         assert layer_of(name) == rank, f"{name}: layer {rank} in the doc, {layer_of(name)} in LAYERS"
     assert "referee.sandbox" in rows and "arena.play" in rows
+
+
+def sdk_imports_outside_the_public_surface(source: str) -> list[str]:
+    """The imports of project code in ``source`` other than ``referee.rules``' ``__all__`` names,
+    ``referee.wire.convert``'s public names and the generated ``casino.v1`` modules."""
+    public = set(referee.rules.__all__)
+    wrong = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            wrong += [a.name for a in node.names if a.name.split(".")[0] in PROJECT
+                      and a.name not in ("referee.rules", "referee.wire.convert") and not a.name.startswith("casino.v1")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in PROJECT:
+            module = node.module or ""
+            wrong += [f"{module}.{a.name}" for a in node.names if not public_name(module, a.name, public)]
+    return wrong
+
+
+def public_name(module: str, name: str, public: set[str]) -> bool:
+    """Whether a bot may import ``name`` from the project module ``module``."""
+    if module == "referee.rules":
+        return name in public
+    if module == "referee.wire.convert":
+        return not name.startswith("_")
+    return module == "casino.v1" or module.startswith("casino.v1.")
+
+
+def test_the_sdk_uses_the_engine_only_through_its_public_names() -> None:
+    paths = sorted(SDK.rglob("*.py"))
+    assert SDK / "casino_bot" / "view.py" in paths and SDK / "lookahead_bot.py" in paths
+    wrong = {str(p.relative_to(ROOT)): w for p in paths if (w := sdk_imports_outside_the_public_surface(
+        p.read_text(encoding="utf-8")))}
+    assert wrong == {}, wrong
+    package = {p: imports_of(p, "casino_bot" if p.stem == "__init__" else f"casino_bot.{p.stem}")
+               for p in (SDK / "casino_bot").glob("*.py")}
+    undeclared = sorted({f"{p.name}: {i}" for p, deps in package.items() for i in deps
+                         if i.split(".")[0] not in (*sys.stdlib_module_names, *SDK_DEPENDENCIES, "casino_bot")})
+    assert undeclared == [], undeclared
+
+
+def test_the_public_surface_check_sees_internals() -> None:
+    # the check itself: a submodule, a private name and a name outside __all__ are reported
+    source = ("from referee.rules.state import deal_new\nfrom referee.wire.convert import _varint\n"
+              "from referee.rules import successor, resample\nimport referee.match\nfrom casino.v1 import bot_pb2\n")
+    assert sdk_imports_outside_the_public_surface(source) == [
+        "referee.rules.state.deal_new", "referee.wire.convert._varint", "referee.rules.successor", "referee.match"]
+
+
+def test_the_wire_module_imports_only_the_engine_and_the_protocol() -> None:
+    spec = importlib.util.find_spec("referee.wire.convert")
+    assert spec is not None and spec.origin is not None
+    outside = sorted(i for i in imports_of(Path(spec.origin), "referee.wire.convert")
+                     if i.split(".")[0] not in (*sys.stdlib_module_names, "casino")
+                     and i != "referee.rules" and not i.startswith("referee.rules."))
+    assert outside == [], outside
