@@ -232,6 +232,6 @@ def settings_summary(settings: ServiceSettings) -> str:
     if settings.token is not None:
         parts.append("token required")
     if not parts:
-        parts.append("no authentication (loopback only)")
+        parts.append("no authentication, loopback only")
     return ", ".join(parts)
 
