@@ -47,10 +47,9 @@ async def with_server(records: Path, body: Callable[[grpc.aio.Channel], Awaitabl
     ``token`` (by default the server's own; "" for none) and uses ``tls`` when given."""
     settings = settings or ServiceSettings()
     token = settings.token if token is None else token or None
-    async with served(records, settings) as address:
-        async with referee_channel(address, token=token, tls=tls) as channel:
-            async with asyncio.timeout(timeout_s):
-                return await body(channel)
+    async with served(records, settings) as address, referee_channel(address, token=token, tls=tls) as channel:
+        async with asyncio.timeout(timeout_s):
+            return await body(channel)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +69,7 @@ class Pki:
 def make_pki(folder: Path) -> Pki:
     """Make a fresh CA and certificates under ``folder`` (keys: P-256; valid for a day)."""
     folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
 
     def name(common: str) -> x509.Name:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
@@ -105,7 +104,8 @@ def make_pki(folder: Path) -> Pki:
 
     keys = {role: ec.generate_private_key(ec.SECP256R1()) for role in ("ca", "server", "client", "other", "stranger")}
     ca_path, _ = write("ca", certificate("test CA", keys["ca"], "test CA", keys["ca"], ca=True))
-    server = write("server", certificate("localhost", keys["server"], "test CA", keys["ca"], server=True), keys["server"])
+    server = write("server", certificate("localhost", keys["server"], "test CA", keys["ca"], server=True),
+                   keys["server"])
     client = write("client", certificate("client", keys["client"], "test CA", keys["ca"]), keys["client"])
     # a client certificate signed by a CA the server does not know
     stranger = write("stranger", certificate("stranger", keys["stranger"], "other CA", keys["other"]),

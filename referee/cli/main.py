@@ -194,7 +194,8 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
                    help=f"host:port or unix:/path (default {service.DEFAULT_LISTEN}); another than loopback needs "
                         "a token or client certificates")
     p.add_argument("--records", metavar="DIR", help="keep game records here (default: a temporary folder)")
-    p.add_argument("--token-file", metavar="FILE", help="clients must send this file's token (authorization: Bearer ...)")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="clients must send this file's token (authorization: Bearer ...)")
     p.add_argument("--token-env", metavar="VAR", help="... or the token in environment variable VAR")
     p.add_argument("--tls-cert", metavar="FILE", help="serve TLS with this certificate chain (PEM)")
     p.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")

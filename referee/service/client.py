@@ -23,7 +23,7 @@ class ClientTls:
     private_key: bytes | None = field(default=None, repr=False)
 
     @classmethod
-    def from_files(cls, ca: str | None = None, cert: str | None = None, key: str | None = None) -> "ClientTls":
+    def from_files(cls, ca: str | None = None, cert: str | None = None, key: str | None = None) -> ClientTls:
         def read(path: str | None, what: str) -> bytes | None:
             return None if path is None else read_limited(path, what, PEM_MAX_BYTES)
 
@@ -38,6 +38,8 @@ def referee_channel(address: str, *, token: str | None = None, token_file: str |
     """A channel to the Referee service at ``address`` that sends ``token`` (or the one in
     ``token_file``) with every call, over TLS when ``tls`` is given."""
     if token_file is not None:
+        if token is not None:
+            raise ValueError("give the token or its file, not both")
         token = read_token_file(token_file)
     interceptors = _bearer_interceptors(token) if token is not None else None
     if tls is not None:

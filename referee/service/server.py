@@ -79,7 +79,8 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
         if BotEndpoint.is_address(text):
             endpoint = BotEndpoint.parse(text)  # a malformed address is the request's own error
             if text.strip() not in self.settings.allow_addresses:
-                raise EndpointError(f"bot {_shown(text)} is not one of this server's bots or an address it may connect to")
+                raise EndpointError(
+                    f"bot {_shown(text)} is not one of this server's bots or an address it may connect to")
             return endpoint
         if not self.settings.allow_commands:
             raise EndpointError(f"bot {_shown(text)} is not one of this server's bots or an address; "
@@ -154,7 +155,7 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
                 task.cancel()
                 task.add_done_callback(_log_unheard_error)
 
-    def _keep_record(self, hide: "_HideConnectionDetail", report: GameReport) -> None:
+    def _keep_record(self, hide: _HideConnectionDetail, report: GameReport) -> None:
         """Write a finished game's record if the records folder has room (else RecordSpaceError)."""
         data = record_json(hide.record(report.record)).encode()
         self.space.take(len(data))
@@ -189,41 +190,34 @@ class _HideConnectionDetail:
         self.address_bots = address_bots
         self.seat_bots: list[int] = []  # of the game being played (from its GameStarted)
 
-    def _hidden(self, failure: game_pb2.Failure, seat_bots: list[int]) -> bool:
-        return failure.kind == _STARTUP and 0 <= failure.seat < len(seat_bots) and seat_bots[failure.seat] in self.address_bots
+    def _hides(self, kind: int, seat: int, seat_bots: list[int]) -> bool:
+        return kind == _STARTUP and 0 <= seat < len(seat_bots) and seat_bots[seat] in self.address_bots
 
     def event(self, event: referee_pb2.RunMatchResponse) -> referee_pb2.RunMatchResponse:
+        """``event`` as the client may see it (a copy when anything is hidden)."""
         kind = event.WhichOneof("event")
         if kind == "game_started":
             self.seat_bots = list(event.game_started.seat_bots)
-        failures = (event.failure,) if kind == "failure" else event.game_result.failures if kind == "game_result" else ()
-        if not any(self._hidden(f, self.seat_bots) for f in failures):
+        if kind not in ("failure", "game_result"):
             return event
         shown = referee_pb2.RunMatchResponse()
         shown.CopyFrom(event)
-        for failure in (shown.failure,) if kind == "failure" else shown.game_result.failures:
-            if self._hidden(failure, self.seat_bots):
-                failure.reason, failure.received = CONNECT_FAILED, ""
-        return shown
+        failures = [shown.failure] if kind == "failure" else shown.game_result.failures
+        hidden = [f for f in failures if self._hides(f.kind, f.seat, self.seat_bots)]
+        for failure in hidden:
+            failure.reason, failure.received = CONNECT_FAILED, ""
+        return shown if hidden else event
 
     def record(self, record: dict[str, Any]) -> dict[str, Any]:
         """``record`` as the client may see it (a copy when anything is hidden)."""
-        seat_bots = [seat["bot"] for seat in record["seats"]]
-        lists = [record["failures"], (record.get("result") or {}).get("failures", [])]
-        kind = game_pb2.FailureKind.Name(_STARTUP)
-
-        def hidden(failure: dict[str, Any]) -> bool:
-            seat = failure.get("seat", 0)
-            return failure.get("kind") == kind and 0 <= seat < len(seat_bots) and seat_bots[seat] in self.address_bots
-
-        if not any(hidden(f) for failures in lists for f in failures):
-            return record
-        record = copy.deepcopy(record)
-        for failures in (record["failures"], (record.get("result") or {}).get("failures", [])):
-            for failure in failures:
-                if hidden(failure):
-                    failure["reason"], failure["received"] = CONNECT_FAILED, ""
-        return record
+        shown = copy.deepcopy(record)
+        seat_bots = [seat["bot"] for seat in shown["seats"]]
+        hidden = [f for failures in (shown["failures"], (shown.get("result") or {}).get("failures", []))
+                  for f in failures
+                  if self._hides(game_pb2.FailureKind.Value(f["kind"]), f.get("seat", 0), seat_bots)]
+        for failure in hidden:
+            failure["reason"], failure["received"] = CONNECT_FAILED, ""
+        return shown if hidden else record
 
 
 def _shown(text: str) -> str:
@@ -279,7 +273,8 @@ async def start_server(settings: ServiceSettings, records_dir: Path) -> tuple[gr
             else:
                 tls = settings.tls
                 credentials = grpc.ssl_server_credentials([(tls.private_key, tls.cert_chain)],
-                                                          root_certificates=tls.client_ca, require_client_auth=tls.mutual)
+                                                          root_certificates=tls.client_ca,
+                                                          require_client_auth=tls.mutual)
                 port = server.add_secure_port(listen, credentials)
         except RuntimeError:  # whose message says only "Failed to bind"
             pass

@@ -95,9 +95,11 @@ class ServiceSettings:
         if not self.authenticated:
             how = "give --token-file FILE or --token-env VAR (or --tls-client-ca FILE for client certificates)"
             if not is_local_address(self.listen):
-                raise ServiceSettingsError(f"listening on {self.listen}, which is not loopback, needs authentication: {how}")
+                raise ServiceSettingsError(
+                    f"listening on {self.listen}, which is not loopback, needs authentication: {how}")
             if self.allow_commands:
-                raise ServiceSettingsError(f"--allow-commands lets clients run programs here, so it needs authentication: {how}")
+                raise ServiceSettingsError(
+                    f"--allow-commands lets clients run programs here, so it needs authentication: {how}")
 
     @property
     def authenticated(self) -> bool:
@@ -115,7 +117,7 @@ class ServiceSettings:
     @classmethod
     def load(cls, *, token_file: str | None = None, token_env: str | None = None, tls_cert: str | None = None,
              tls_key: str | None = None, tls_client_ca: str | None = None, bots: Iterable[str] = (),
-             allow_addresses: Iterable[str] = (), **settings: object) -> "ServiceSettings":
+             allow_addresses: Iterable[str] = (), **settings: object) -> ServiceSettings:
         """Settings from what an operator names (files, an environment variable, ``NAME=ENDPOINT``
         bots), read and checked here; the other keyword arguments are fields as they are."""
         if token_file is not None and token_env is not None:
@@ -158,7 +160,8 @@ def load_tls(cert: str | None, key: str | None, client_ca: str | None) -> TlsSet
         return None
     if cert is None or key is None:
         raise ServiceSettingsError("TLS needs both --tls-cert and --tls-key")
-    chain, private_key = read_limited(cert, "TLS certificate", PEM_MAX_BYTES), read_limited(key, "TLS key", PEM_MAX_BYTES)
+    chain = read_limited(cert, "TLS certificate", PEM_MAX_BYTES)
+    private_key = read_limited(key, "TLS key", PEM_MAX_BYTES)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(cert, key)

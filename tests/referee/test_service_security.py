@@ -192,7 +192,8 @@ def test_mutual_tls_lets_in_only_certificates_of_its_ca(tmp_path: Path) -> None:
         async with served(tmp_path, settings) as address, asyncio.timeout(90):
             return {name: await code_of(address, tls) for name, tls in clients.items()}
 
-    assert asyncio.run(scenario()) == {"its-ca": grpc.StatusCode.NOT_FOUND, "no-certificate": grpc.StatusCode.UNAVAILABLE,
+    assert asyncio.run(scenario()) == {"its-ca": grpc.StatusCode.NOT_FOUND,
+                                       "no-certificate": grpc.StatusCode.UNAVAILABLE,
                                        "another-ca": grpc.StatusCode.UNAVAILABLE}
     # client certificates are authentication enough to listen beyond loopback
     assert ServiceSettings(listen="0.0.0.0:50051", tls=settings.tls).authenticated
