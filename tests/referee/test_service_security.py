@@ -374,7 +374,6 @@ def test_an_allowed_address_that_fails_gives_one_generic_reason(tmp_path: Path,
     logged = [r.getMessage() for r in caplog.records if "failed to start" in r.getMessage()]
     for address in addresses:
         assert any(address in line and CONNECT_FAILED not in line for line in logged), (address, logged)
-    assert any("handshake failed" in line for line in logged), logged
 
 
 def test_commands_are_refused_unless_allowed_and_allowing_them_needs_authentication() -> None:
