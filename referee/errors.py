@@ -23,3 +23,9 @@ class EndpointError(RefereeError, ValueError):
 
 class ListenError(RefereeError):
     """An address the Referee service cannot listen on (malformed, port out of range, or taken)."""
+
+
+class ServiceSettingsError(RefereeError):
+    """A setting of the Referee service that cannot be used or would leave it open: a token file
+    that cannot be read, a weak token, TLS files that do not fit, a public address without
+    authentication, a limit out of range (one line, exit 2)."""

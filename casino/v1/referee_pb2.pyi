@@ -95,8 +95,9 @@ class RunMatchRequest(_message.Message):
     """
     @_builtins.property
     def bots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """One endpoint per seat of the first game: "host:port", "unix:/path", or (only when the
-        server allows it, --allow-commands) a command line, "cmd:" prefix optional.
+        """One bot per seat of the first game: the name of one of the server's own bots, an address
+        ("host:port", "unix:/path") the server's operator allowed, or (only when the server allows
+        it, --allow-commands) a command line, "cmd:" prefix optional.
         """
 
     @_builtins.property

@@ -106,15 +106,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from ..errors import ListenError
     from ..service.server import serve
+    from ..service.settings import ServiceSettings
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    settings = ServiceSettings.load(
+        token_file=args.token_file, token_env=args.token_env, tls_cert=args.tls_cert, tls_key=args.tls_key,
+        tls_client_ca=args.tls_client_ca, bots=args.bot or (), allow_addresses=args.allow_address or (),
+        listen=args.listen, allow_commands=args.allow_commands, reflection=True if args.reflection else None,
+        max_matches=args.max_matches, max_games=args.max_games, max_record_bytes=args.max_record_bytes,
+    )
     records = make_folder(args.records, "records folder") if args.records else None
-    try:
-        asyncio.run(serve(args.listen, records_dir=records, allow_commands=args.allow_commands))
-    except ListenError as exc:
-        _usage_error(str(exc))
+    asyncio.run(serve(settings, records_dir=records))  # a ListenError reaches main(): one line, exit 2
     return 0
 
 
@@ -161,12 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
         if action.dest == "games":
             action.default, action.help = 2, "games against each opponent (default 2)"
 
-    p = sub.add_parser("serve", help="run the Referee gRPC service")
-    p.add_argument("--listen", default="127.0.0.1:50051", metavar="ADDR", help="host:port or unix:/path (default 127.0.0.1:50051)")
-    p.add_argument("--records", metavar="DIR", help="keep game records here (default: a temporary folder)")
-    p.add_argument("--allow-commands", action="store_true",
-                   help="let clients name bot commands (cmd:...) for the referee to start; off by default")
-    p.add_argument("-v", "--verbose", action="store_true")
+    p = sub.add_parser("serve", help="run the Referee gRPC service (docs/service.md)")
+    add_serve_args(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("demo", help="a short match between each pair of sample bots, with standings")
@@ -179,6 +178,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE")
     p.set_defaults(func=cmd_replay)
     return parser
+
+
+def add_serve_args(p: argparse.ArgumentParser) -> None:
+    """The options of ``referee serve``; their defaults are ServiceSettings' (docs/service.md)."""
+    from ..service import settings as service
+
+    def size(text: str) -> int:
+        try:
+            return service.parse_size(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    p.add_argument("--listen", default=service.DEFAULT_LISTEN, metavar="ADDR",
+                   help=f"host:port or unix:/path (default {service.DEFAULT_LISTEN}); another than loopback needs "
+                        "a token or client certificates")
+    p.add_argument("--records", metavar="DIR", help="keep game records here (default: a temporary folder)")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="clients must send this file's token (authorization: Bearer ...)")
+    p.add_argument("--token-env", metavar="VAR", help="... or the token in environment variable VAR")
+    p.add_argument("--tls-cert", metavar="FILE", help="serve TLS with this certificate chain (PEM)")
+    p.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")
+    p.add_argument("--tls-client-ca", metavar="FILE",
+                   help="mutual TLS: clients must show a certificate signed by this CA (PEM)")
+    p.add_argument("--bot", action="append", metavar="NAME=CMD_OR_ADDR",
+                   help="one of the server's own bots, which clients name by NAME (repeatable)")
+    p.add_argument("--allow-address", action="append", metavar="ADDR",
+                   help="a bot address (host:port, unix:/path) clients may name, exactly as written (repeatable)")
+    p.add_argument("--allow-commands", action="store_true",
+                   help="let clients name bot commands (cmd:...) for the referee to start; needs authentication")
+    p.add_argument("--reflection", action="store_true",
+                   help="serve reflection even when authentication is required (it then needs it too)")
+    p.add_argument("--max-matches", type=int, default=service.DEFAULT_MAX_MATCHES, metavar="N",
+                   help=f"RunMatch calls played at once; more are refused (default {service.DEFAULT_MAX_MATCHES})")
+    p.add_argument("--max-games", type=int, default=service.DEFAULT_MAX_GAMES, metavar="N",
+                   help=f"games one RunMatch call may ask for (default {service.DEFAULT_MAX_GAMES})")
+    p.add_argument("--max-record-bytes", type=size, default=service.DEFAULT_MAX_RECORD_BYTES, metavar="SIZE",
+                   help="what the records folder (records and bot logs) may hold, e.g. 500M, 2G (default 1G)")
+    p.add_argument("-v", "--verbose", action="store_true")
 
 
 def _terminate(signum: int, frame: object) -> None:

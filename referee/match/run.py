@@ -10,11 +10,14 @@ was rejected, and becomes a forfeit or a random substitute move by the match's p
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from casino.v1 import referee_pb2
 
@@ -22,16 +25,32 @@ from ..bots.launcher import LOCAL_LAUNCHER, Launcher
 from ..bots.slot import BotSlot
 from ..clock import MONOTONIC, Clock
 from .game import Emit, discard_event, play_game
-from .report import MatchReport
+from .report import GameReport, MatchReport
 from .spec import MatchSpec
+
+KeepRecord = Callable[[GameReport], None]
+
+
+def record_json(record: dict[str, Any]) -> str:
+    """A game record as its file holds it (docs/protocol.md, "Game records")."""
+    return json.dumps(record, indent=1) + "\n"
+
+
+def write_record(folder: Path, report: GameReport) -> None:
+    """Keep a finished game's record as ``<folder>/<game_id>.json``."""
+    (folder / f"{report.game_id}.json").write_text(record_json(report.record), encoding="utf-8")
 
 
 async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MONOTONIC,
-                    launcher: Launcher = LOCAL_LAUNCHER) -> MatchReport:
+                    launcher: Launcher = LOCAL_LAUNCHER, keep_record: KeepRecord | None = None) -> MatchReport:
     """Play every game of ``spec``; bots are stopped on every path, errors and cancellation included.
     ``clock`` times every start-up and answer (tests drive a ManualClock); ``launcher`` starts the
-    bots' processes."""
+    bots' processes. Each finished game's record goes to ``keep_record`` (the Referee service keeps
+    records under its quota this way; an error it raises ends the match), else to
+    ``spec.records_dir`` when it is set."""
     emit = emit or discard_event
+    if keep_record is None and spec.records_dir:
+        keep_record = functools.partial(write_record, spec.records_dir)
     match_id = spec.match_id or uuid.uuid4().hex[:12]
     logs_dir = spec.logs_dir / match_id if spec.logs_dir else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
     logs_dir.mkdir(parents=True, exist_ok=True)
@@ -51,9 +70,8 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MO
                 setup = spec.game(match_id, number)
                 report = await play_game(setup, [slots[b] for b in setup.seat_bots], handshake, emit, turn_ids)
                 reports.append(report)
-                if spec.records_dir:
-                    path = spec.records_dir / f"{report.game_id}.json"
-                    path.write_text(json.dumps(report.record, indent=1) + "\n", encoding="utf-8")
+                if keep_record is not None:
+                    keep_record(report)
             match = MatchReport(match_id, [s.name for s in slots], reports, logs_dir)
             emit(referee_pb2.RunMatchResponse(match_result=match.tally()))
             return match

@@ -1,15 +1,21 @@
 """The Referee gRPC service: run matches for the arena and operators, stream what happens.
 
-Health checking and server reflection are registered, so load balancers and ``grpcurl`` work.
-Clients may name bots by address; naming a command (``cmd:...``) that the referee would start
-is refused unless the server runs with ``allow_commands`` (it would let any client run
-programs on this machine).
+Locked down by its settings (settings.py, docs/service.md): a bearer token checked for every
+method but health (auth.py), TLS and client certificates, at most ``max_matches`` matches at
+once, ``max_games`` games a call and ``max_record_bytes`` in its records folder (records.py).
+A client may name only the server's own bots and the addresses its operator allowed, and
+commands only when the server runs with ``allow_commands`` (which needs authentication). A bot
+at an address that cannot be reached is reported to the client with one generic reason, so the
+service cannot be used to scan ports; the detail is in the server's log. Health checking is
+registered, and server reflection unless authentication is required (or it is asked for).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import functools
 import logging
 import os
 import re
@@ -18,6 +24,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -28,16 +35,24 @@ from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
 from ..bots.endpoint import BotEndpoint
 from ..clock import TimeControl
 from ..errors import EndpointError, ListenError
-from ..match.run import run_match
+from ..match.report import GameReport
+from ..match.run import record_json, run_match
 from ..match.spec import FailurePolicy, MatchSpec
 from ..rules import parse_deck
 from ..rules.errors import RulesError
 from ..wire.convert import options_from_pb
+from .auth import TokenInterceptor
+from .records import RecordSpace, RecordSpaceError, folder_bytes
+from .settings import ServiceSettings, is_local_address, settings_summary
 
 log = logging.getLogger(__name__)
 _HOST_PORT = re.compile(r"^(?!unix:).*:(\d+)$")  # a TCP listen address, port last
-MAX_GAMES_PER_REQUEST = 10_000
 MAX_GAME_ID_CHARS = 128  # this server's game ids are 12 hex digits, "-g" and the game number
+SHOWN_CHARS = 100  # of a client's bot text quoted back in an error
+# what a client learns of a bot at an address that could not be reached or did not start a
+# session, whatever the cause (refused, nothing there, not gRPC, not a bot)
+CONNECT_FAILED = "could not connect to the bot at its address, or it did not answer as a bot (the server's log has why)"
+_STARTUP = game_pb2.FAILURE_KIND_STARTUP
 _POLICIES = {
     referee_pb2.FAILURE_POLICY_UNSPECIFIED: FailurePolicy.FORFEIT,
     referee_pb2.FAILURE_POLICY_FORFEIT: FailurePolicy.FORFEIT,
@@ -48,24 +63,39 @@ _POLICIES = {
 class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
     """Thin servicer over ``run_match``; records are kept as JSON files under ``records_dir``."""
 
-    def __init__(self, records_dir: Path, allow_commands: bool = False) -> None:
+    def __init__(self, records_dir: Path, settings: ServiceSettings | None = None) -> None:
         self.records_dir = records_dir
-        self.allow_commands = allow_commands
+        self.settings = settings or ServiceSettings()
+        self.own_bots = self.settings.bot_names
+        self.space = RecordSpace(records_dir, self.settings.max_record_bytes, self.settings.min_free_disk_bytes)
+        self.running = 0  # RunMatch calls being played
+
+    def _endpoint(self, text: str) -> BotEndpoint:
+        """The bot a client names: one of the server's own, an allowed address, or (only with
+        allow_commands) a command. Refused before anything is connected to or looked up, with
+        the same words for every address, so a refusal tells nothing about this machine."""
+        if (own := self.own_bots.get(text.strip())) is not None:
+            return own
+        if BotEndpoint.is_address(text):
+            endpoint = BotEndpoint.parse(text)  # a malformed address is the request's own error
+            if text.strip() not in self.settings.allow_addresses:
+                raise EndpointError(
+                    f"bot {_shown(text)} is not one of this server's bots or an address it may connect to")
+            return endpoint
+        if not self.settings.allow_commands:
+            raise EndpointError(f"bot {_shown(text)} is not one of this server's bots or an address; "
+                                "this server runs no commands clients name (start it with --allow-commands)")
+        return BotEndpoint.parse(text)
 
     def _spec(self, request: referee_pb2.RunMatchRequest) -> MatchSpec:
-        bots = []
-        for spec in request.bots:
-            if not self.allow_commands and not BotEndpoint.is_address(spec):
-                # refused before looking the program up, so clients learn nothing about this machine
-                raise EndpointError(f"bot {spec!r} is not an address; this server accepts only addresses (start it with --allow-commands)")
-            bots.append(BotEndpoint.parse(spec))
+        bots = [self._endpoint(spec) for spec in request.bots]
         pb_options = game_pb2.RuleOptions()
         pb_options.CopyFrom(request.options)
         if not pb_options.players:
             pb_options.players = len(bots)
         options = options_from_pb(pb_options)
-        if not 1 <= (request.games or 1) <= MAX_GAMES_PER_REQUEST:
-            raise ValueError(f"games must be 1..{MAX_GAMES_PER_REQUEST}")
+        if not 1 <= (request.games or 1) <= self.settings.max_games:
+            raise ValueError(f"games must be 1..{self.settings.max_games}")
         return MatchSpec(
             bots=bots,
             options=options,
@@ -76,7 +106,6 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
             policy=_POLICIES.get(request.failure_policy, FailurePolicy.FORFEIT),
             max_strikes=request.max_strikes or 3,
             rotate_seats=not request.fixed_seats,
-            records_dir=self.records_dir,
             logs_dir=self.records_dir / "logs",  # one folder per match below it
         )
 
@@ -88,8 +117,25 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
         except (EndpointError, RulesError, ValueError) as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             return
+        if self.running >= self.settings.max_matches:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"this server plays at most {self.settings.max_matches} matches at once; "
+                                "try again when one has ended")
+        self.running += 1
+        try:
+            await self._play(spec, context)
+        finally:
+            self.running -= 1
+
+    async def _play(self, spec: MatchSpec, context: grpc.aio.ServicerContext) -> None:
+        """Play an accepted match, streaming its events, while the records folder has room."""
+        self.space.used = await asyncio.to_thread(folder_bytes, self.records_dir)  # off the loop: bots are timed on it
+        if why := self.space.refusal(1):
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, why)
+        hide = _HideConnectionDetail({i for i, bot in enumerate(spec.bots) if not bot.is_process})
         events: asyncio.Queue[referee_pb2.RunMatchResponse | None] = asyncio.Queue()
-        task = asyncio.create_task(run_match(spec, events.put_nowait))
+        task = asyncio.create_task(run_match(spec, lambda event: events.put_nowait(hide.event(event)),
+                                             keep_record=functools.partial(self._keep_record, hide)))
         task.add_done_callback(lambda _: events.put_nowait(None))
         over = False  # the match ended and its outcome was taken here
         try:
@@ -98,6 +144,9 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
                     return  # the client went away: the finally stops the match and its bots
             over = True
             task.result()  # re-raise a runner error
+        except RecordSpaceError as exc:  # the match was stopped (and its bots) before the record was written
+            log.warning("a match was stopped: %s", exc)
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except Exception as exc:  # the referee's own failure, reported, never a hang
             log.exception("match failed")
             await context.abort(grpc.StatusCode.INTERNAL, f"match failed: {exc}")
@@ -105,6 +154,12 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
             if not over:  # cancelled, or the client went away (a failed write)
                 task.cancel()
                 task.add_done_callback(_log_unheard_error)
+
+    def _keep_record(self, hide: _HideConnectionDetail, report: GameReport) -> None:
+        """Write a finished game's record if the records folder has room (else RecordSpaceError)."""
+        data = record_json(hide.record(report.record)).encode()
+        self.space.take(len(data))
+        (self.records_dir / f"{report.game_id}.json").write_bytes(data)
 
     async def GetGameRecord(  # noqa: N802
         self, request: referee_pb2.GetGameRecordRequest, context: grpc.aio.ServicerContext
@@ -126,6 +181,50 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
         return referee_pb2.GetGameRecordResponse(record_json=text)
 
 
+class _HideConnectionDetail:
+    """Start-up failures of the match's bots at an address (``address_bots``, by index) say only
+    CONNECT_FAILED to the client, in events and in records: why a connection failed (refused,
+    reset, not gRPC) would tell an open port from a closed one. BotSlot logs the detail."""
+
+    def __init__(self, address_bots: set[int]) -> None:
+        self.address_bots = address_bots
+        self.seat_bots: list[int] = []  # of the game being played (from its GameStarted)
+
+    def _hides(self, kind: int, seat: int, seat_bots: list[int]) -> bool:
+        return kind == _STARTUP and 0 <= seat < len(seat_bots) and seat_bots[seat] in self.address_bots
+
+    def event(self, event: referee_pb2.RunMatchResponse) -> referee_pb2.RunMatchResponse:
+        """``event`` as the client may see it (a copy when anything is hidden)."""
+        kind = event.WhichOneof("event")
+        if kind == "game_started":
+            self.seat_bots = list(event.game_started.seat_bots)
+        if kind not in ("failure", "game_result"):
+            return event
+        shown = referee_pb2.RunMatchResponse()
+        shown.CopyFrom(event)
+        failures = [shown.failure] if kind == "failure" else shown.game_result.failures
+        hidden = [f for f in failures if self._hides(f.kind, f.seat, self.seat_bots)]
+        for failure in hidden:
+            failure.reason, failure.received = CONNECT_FAILED, ""
+        return shown if hidden else event
+
+    def record(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` as the client may see it (a copy when anything is hidden)."""
+        shown = copy.deepcopy(record)
+        seat_bots = [seat["bot"] for seat in shown["seats"]]
+        hidden = [f for failures in (shown["failures"], (shown.get("result") or {}).get("failures", []))
+                  for f in failures
+                  if self._hides(game_pb2.FailureKind.Value(f["kind"]), f.get("seat", 0), seat_bots)]
+        for failure in hidden:
+            failure["reason"], failure["received"] = CONNECT_FAILED, ""
+        return shown if hidden else record
+
+
+def _shown(text: str) -> str:
+    """A client's text quoted in an error, cut to SHOWN_CHARS."""
+    return repr(text[:SHOWN_CHARS]) + ("..." if len(text) > SHOWN_CHARS else "")
+
+
 async def _send(context: grpc.aio.ServicerContext, event: referee_pb2.RunMatchResponse) -> bool:
     """Write one reply; False when that failed: the call has ended (the client cancelled or went
     away while the reply waited for the network)."""
@@ -144,27 +243,39 @@ def _log_unheard_error(task: asyncio.Task[object]) -> None:
         log.warning("a match whose client went away failed: %s: %s", type(exc).__name__, exc)
 
 
-async def start_server(listen: str, records_dir: Path, allow_commands: bool = False) -> tuple[grpc.aio.Server, int]:
-    """Start the service with health and reflection; returns the server and the bound port."""
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])  # a port in use is an error, not shared
-    referee_pb2_grpc.add_RefereeServiceServicer_to_server(RefereeService(records_dir, allow_commands), server)
+async def start_server(settings: ServiceSettings, records_dir: Path) -> tuple[grpc.aio.Server, int]:
+    """Start the service as ``settings`` say (listen address, token, TLS, limits), with health
+    checking and, when they allow it, reflection; returns the server and the bound port."""
+    listen = settings.listen
+    interceptors = [TokenInterceptor(settings.token)] if settings.token is not None else []
+    # a port in use is an error, not shared
+    server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
+    referee_pb2_grpc.add_RefereeServiceServicer_to_server(RefereeService(records_dir, settings), server)
     checker = health.aio.HealthServicer()
     for name in ("", "casino.v1.RefereeService"):
         await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
-    names = (
-        referee_pb2.DESCRIPTOR.services_by_name["RefereeService"].full_name,
-        health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-        reflection.SERVICE_NAME,
-    )
-    reflection.enable_server_reflection(names, server)
+    if settings.reflection_on:
+        names = (
+            referee_pb2.DESCRIPTOR.services_by_name["RefereeService"].full_name,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        )
+        reflection.enable_server_reflection(names, server)
     host_port = _HOST_PORT.match(listen)
     if host_port and int(host_port.group(1)) > 65535:  # gRPC would pick a free port instead
         raise ListenError(f"cannot listen on {listen}: port must be 0..65535")
     port = None
     with _stderr_kept() as core_log:  # gRPC's core logs why a bind fails on stderr itself
         try:
-            port = server.add_insecure_port(listen)
+            if settings.tls is None:
+                port = server.add_insecure_port(listen)
+            else:
+                tls = settings.tls
+                credentials = grpc.ssl_server_credentials([(tls.private_key, tls.cert_chain)],
+                                                          root_certificates=tls.client_ca,
+                                                          require_client_auth=tls.mutual)
+                port = server.add_secure_port(listen, credentials)
         except RuntimeError:  # whose message says only "Failed to bind"
             pass
     if port is None:
@@ -201,17 +312,19 @@ def _why_not_bound(core_log: list[str]) -> str:
     return " ".join(lines[-1].split("] ", 1)[1].split())
 
 
-async def serve(listen: str, records_dir: Path | None = None, allow_commands: bool = False) -> None:
+async def serve(settings: ServiceSettings, records_dir: Path | None = None) -> None:
     """Serve until SIGINT/SIGTERM, then stop gracefully (running matches get 5 s)."""
     records = records_dir or Path(tempfile.mkdtemp(prefix="casino-records-"))
     records.mkdir(parents=True, exist_ok=True)
-    server, port = await start_server(listen, records, allow_commands)
-    print(f"referee listening on {listen} (port {port}); records in {records}", flush=True)
+    server, port = await start_server(settings, records)
+    if settings.token is not None and settings.tls is None and not is_local_address(settings.listen):
+        sys.stderr.write(f"referee: warning: the token crosses the network in clear text on {settings.listen}: "
+                         "give --tls-cert and --tls-key\n")
+    print(f"referee listening on {settings.listen} (port {port}; {settings_summary(settings)}); records in {records}",
+          flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await server.stop(grace=5)
-
-

@@ -243,14 +243,16 @@ def test_serve_on_an_address_it_cannot_have_exits_2(tmp_path: Path) -> None:
         cases = [
             (["--listen", "127.0.0.1:99999"], "cannot listen on 127.0.0.1:99999: port must be 0..65535"),
             (["--listen", f"127.0.0.1:{port}"], "Address already in use"),
-            (["--listen", "nonsense::::"], "cannot listen on nonsense::::: "),
+            # an address of no form it knows counts as public, so it needs a token to get as far as the bind
+            (["--listen", "nonsense::::", "--token-env", "TEST_TOKEN"], "cannot listen on nonsense::::: "),
             (["--listen", f"unix:{tmp_path}/no/such/folder/r.sock"], "No such file or directory"),
             (["--listen", "127.0.0.1:0", "--records", str(SAMPLE_DECK)], "cannot create records folder"),
         ]
         for args, message in cases:
             # gRPC's core says why a bind failed at its default verbosity (a test module that
             # imports the Python SDK may have set GRPC_VERBOSITY=NONE for this process)
-            line = assert_usage_error(run_referee("serve", *args, timeout=30, env={"GRPC_VERBOSITY": "ERROR"}))
+            line = assert_usage_error(run_referee("serve", *args, timeout=30,
+                                                  env={"GRPC_VERBOSITY": "ERROR", "TEST_TOKEN": "t" * 32}))
             assert message in line, (args, line)
 
 

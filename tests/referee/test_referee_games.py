@@ -33,7 +33,10 @@ from referee.match.report import GameReport, MatchReport
 from referee.match.run import run_match
 from referee.match.spec import MatchSpec
 from referee.rules import RuleOptions, apply, legal_moves, new_game, parse_deck
-from referee.service.server import start_server
+from referee.service.client import referee_channel
+from referee.service.settings import ServiceSettings
+from tests.service_support import TOKEN
+from tests.service_support import with_server as service_with_server
 from tests.conftest import (
     ROOMY_TIME,
     ROOT,
@@ -168,13 +171,11 @@ def test_python_against_node(node_bot: str) -> None:
 # --- the Referee service -------------------------------------------------------------------------
 
 async def with_server(tmp_path: Path, allow_commands: bool, body) -> object:
-    server, port = await start_server("127.0.0.1:0", tmp_path, allow_commands=allow_commands)
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            async with asyncio.timeout(90):
-                return await body(channel)
-    finally:
-        await server.stop(grace=None)
+    """``body`` with a channel to an in-process server that may connect to 127.0.0.1:1 and, with
+    ``allow_commands``, runs commands (so it requires a token, which the channel sends)."""
+    settings = ServiceSettings(allow_commands=allow_commands, token=TOKEN if allow_commands else None,
+                               allow_addresses=frozenset({"127.0.0.1:1"}))
+    return await service_with_server(tmp_path, body, settings)
 
 
 def test_run_match_streams_the_match_and_keeps_the_record(tmp_path: Path) -> None:
@@ -374,7 +375,7 @@ def test_a_client_that_cancels_while_replies_wait_stops_the_match_quietly(
         return len(list(records.glob("*.json")))
 
     async def client() -> tuple[int, list[tuple[int, str]]]:
-        async with grpc.aio.insecure_channel(f"unix:{socket}", options=slow_client) as channel:
+        async with referee_channel(f"unix:{socket}", token=TOKEN, options=slow_client) as channel:
             async with asyncio.timeout(60):
                 await channel.channel_ready()
                 call = referee_pb2_grpc.RefereeServiceStub(channel).RunMatch(request)
@@ -389,9 +390,10 @@ def test_a_client_that_cancels_while_replies_wait_stops_the_match_quietly(
                 await asyncio.sleep(0.05)
             return running, bot_processes()
 
+    (folder / "token").write_text(TOKEN + "\n")
     with open(folder / "stderr.txt", "w+") as stderr:
-        server = start_referee("serve", "--allow-commands", "--listen", f"unix:{socket}", "--records", str(records),
-                               stderr=stderr)
+        server = start_referee("serve", "--allow-commands", "--token-file", str(folder / "token"),
+                               "--listen", f"unix:{socket}", "--records", str(records), stderr=stderr)
         try:
             running, left = asyncio.run(client())
         finally:
