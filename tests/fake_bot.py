@@ -23,6 +23,7 @@ cover the misbehaviours of docs/protocol.md section 5; a test may pass its own.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -217,16 +218,6 @@ def resend(which: int | Callable[[ScriptedBot], int] = -1) -> Step:
     return step
 
 
-def sequence(*steps: Step) -> Step:
-    """The steps one after the other, as one step (e.g. for ``otherwise``)."""
-
-    async def step(x: Exchange) -> AsyncIterator[bot_pb2.PlayResponse]:
-        for each in steps:
-            async for response in each(x):
-                yield response
-    return step
-
-
 def hold(index: int = 0) -> Step:
     """Keep the answer (legal move ``index``) to this turn instead of sending it; ``release``
     sends it later: an answer the referee receives only after it gave up on the turn."""
@@ -316,20 +307,19 @@ def misbehaves(step: Step, after: int = 3, name: str = "scripted") -> ScriptedBo
 
 
 class ScriptedBotServer:
-    """Serves BotServices (a ScriptedBot or any other servicer) over real gRPC from this test
-    process, each on its own unix socket in a new temporary folder, with the standard health
-    service (``health`` sets its status; None: no health service). Use as ``async with``;
-    ``address(i)`` / ``endpoint(i)`` say where bot ``i`` listens."""
+    """Serves BotServices (ScriptedBots or any other servicer, e.g. the built-in RandomBot) over
+    real gRPC from this test process, each on its own unix socket in a new temporary folder, with
+    the standard health service reporting ``health_status`` (None: no health service). Use as
+    ``async with``; ``addresses`` / ``endpoints()`` say where each listens (``address`` and
+    ``endpoint``: the first)."""
 
     def __init__(self, *bots: bot_pb2_grpc.BotServiceServicer,
-                 health: health_pb2.HealthCheckResponse.ServingStatus | None = health_pb2.HealthCheckResponse.SERVING,
-                 directory: Path | None = None) -> None:
+                 health_status: int | None = health_pb2.HealthCheckResponse.SERVING) -> None:
         self.bots = bots
-        self._health = health
-        self._directory = directory
+        self._health_status = health_status
         self._servers: list[grpc.aio.Server] = []
+        self._directory: Path | None = None
         self.addresses: list[str] = []
-        self.health_servicers: list[health.aio.HealthServicer] = []
 
     @property
     def address(self) -> str:
@@ -345,29 +335,34 @@ class ScriptedBotServer:
     async def start(self) -> Self:
         # a short path: a unix socket path has at most 107 bytes (tempfile's folder is the
         # session's, set by tests/conftest.py)
-        directory = self._directory or Path(tempfile.mkdtemp(prefix="fb"))
+        self._directory = Path(tempfile.mkdtemp(prefix="fb"))
         for i, bot in enumerate(self.bots):
             server = grpc.aio.server(options=SERVER_OPTIONS)
+            self._servers.append(server)
             bot_pb2_grpc.add_BotServiceServicer_to_server(bot, server)
-            if self._health is not None:
+            if self._health_status is not None:
                 checker = health.aio.HealthServicer()
-                await checker.set("", self._health)
+                await checker.set("", self._health_status)
                 health_pb2_grpc.add_HealthServicer_to_server(checker, server)
-                self.health_servicers.append(checker)
-            address = f"unix:{directory / f'bot{i}.sock'}"
+            address = f"unix:{self._directory / f'bot{i}.sock'}"
             server.add_insecure_port(address)
             await server.start()
-            self._servers.append(server)
             self.addresses.append(address)
         return self
 
     async def stop(self) -> None:
-        """Stop every server at once: open streams are cancelled."""
+        """Stop every server at once (open streams are cancelled) and remove their sockets."""
         await asyncio.gather(*(s.stop(grace=None) for s in self._servers))
         self._servers.clear()
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
 
     async def __aenter__(self) -> Self:
-        return await self.start()
+        try:
+            return await self.start()
+        except BaseException:
+            await self.stop()  # the servers started before the one that failed
+            raise
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()

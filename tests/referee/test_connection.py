@@ -514,7 +514,7 @@ def test_a_bot_not_serving_is_a_startup_failure(tmp_path: Path, status: int, why
     bot = ScriptedBot()
 
     async def main() -> None:
-        async with ScriptedBotServer(bot, health=status) as server:
+        async with ScriptedBotServer(bot, health_status=status) as server:
             slot = slot_of(server.endpoint, tmp_path)
             try:
                 assert await slot.ensure_ready(HANDSHAKE, QUICK) == StreamFailure(
@@ -542,7 +542,7 @@ def test_a_bot_without_a_health_service_is_ready_once_reachable(tmp_path: Path) 
     bot = ScriptedBot().expect("handshake", hello())
 
     async def main() -> None:
-        async with ScriptedBotServer(bot, health=None) as server:
+        async with ScriptedBotServer(bot, health_status=None) as server:
             slot = slot_of(server.endpoint, tmp_path)
             try:
                 assert await slot.ensure_ready(HANDSHAKE, CONTROL) is None
