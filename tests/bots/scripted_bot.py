@@ -84,7 +84,7 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                     if self.mode == "late":
                         await asyncio.sleep((turn.move_time_ms + turn.bank_ms + 300) / 1000)
                     if self.mode == "illegal":
-                        answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, notation=_illegal(turn))
+                        answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, notation=illegal_notation(turn))
                     if self.mode == "bad-index":
                         answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, index=len(turn.legal_moves) + 5)
                     if self.mode == "garbage":
@@ -102,7 +102,7 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                 yield bot_pb2.PlayResponse(move=answer)
 
 
-def _illegal(turn: bot_pb2.Turn) -> str:
+def illegal_notation(turn: bot_pb2.Turn) -> str:
     """A well-formed play that is not in the legal list: a trail if possible, else a capture of
     nothing the rules allow."""
     legal = {m.notation for m in turn.legal_moves}
