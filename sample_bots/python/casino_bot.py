@@ -64,9 +64,13 @@ Choice = int | str | game_pb2.Move | Move
 class CasinoBot:
     """Base class of a bot. Override ``choose``; the ``on_*`` hooks are optional.
 
-    The SDK sets ``self.options`` (engine RuleOptions) at each handshake and ``self.turn_started``
-    (``time.monotonic()`` when the turn arrived) before each ``choose``: the move limit
-    ``turn.move_time_ms`` counts from the referee's sending, so answer well within it.
+    The SDK sets ``self.options`` (engine RuleOptions) and ``self.time_control`` (the match's
+    ``casino.v1.TimeControl``) at each handshake, and before each ``choose`` ``self.turn_started``
+    (``time.monotonic()`` when the turn arrived) and ``self.turn_started_cpu``
+    (``time.process_time()`` then: this process's CPU time, all threads). The move limit
+    ``turn.move_time_ms`` counts from the referee's sending, so answer well within it; under a
+    CPU-time limit (``time_control.cpu_time_ms`` > 0) the referee counts the CPU time of the
+    bot's processes instead, with ``move_time_ms`` as a wall-clock backstop.
     """
 
     name = "python-bot"
@@ -77,7 +81,9 @@ class CasinoBot:
 
     def __init__(self) -> None:
         self.options: RuleOptions | None = None
+        self.time_control: game_pb2.TimeControl | None = None
         self.turn_started = time.monotonic()
+        self.turn_started_cpu = time.process_time()
 
     def choose(self, turn: bot_pb2.Turn) -> Choice:
         """The move for ``turn``: an index into ``turn.legal_moves``, a notation string, a
@@ -270,6 +276,7 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
                     bot.options = options_from_pb(hs.options)
                 except Exception:
                     bot.options = None
+                bot.time_control = hs.time_control
                 log.info("match %s: %d game(s), %d players, %d ms/move, protocol %s", match, hs.games,
                          hs.options.players, hs.time_control.move_time_ms, hs.protocol_version)
                 yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(
@@ -277,6 +284,7 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
                     play_events=type(bot).on_play is not CasinoBot.on_play))  # events only if they are used
             elif event == "turn":
                 bot.turn_started = time.monotonic()
+                bot.turn_started_cpu = time.process_time()
                 if bot.threaded:
                     yield bot_pb2.PlayResponse(move=await asyncio.to_thread(self._decide, bot, req.turn))
                 else:
