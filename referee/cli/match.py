@@ -152,8 +152,8 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 def summary_lines(report: MatchReport) -> list[str]:
     tally = report.tally()
-    lines = [f"{'bot':24s} {'games':>5s} {'W':>4s} {'D':>4s} {'L':>4s} {'forfeits':>8s} {'move ms p50':>11s} {'p99':>7s}"
-             f" {'cpu ms p50':>10s} {'p99':>7s}"]
+    lines = [(f"{'bot':24s} {'games':>5s} {'W':>4s} {'D':>4s} {'L':>4s} {'forfeits':>8s} {'move ms p50':>11s} {'p99':>7s}"
+              f" {'cpu ms p50':>10s} {'p99':>7s}")]
     for i, name in enumerate(report.bot_names):
         times = sorted(move_times_ms(report, i))
         cpu = sorted(move_times_ms(report, i, cpu=True))

@@ -40,8 +40,8 @@ def test_cpu_ms_is_read_with_the_wall_limit_kept(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("time, bots, message", [
     ("cpu_ms = 100", COMMAND_BOTS + ADDRESS_BOT,
-     'cup.toml: [time] cpu_ms needs bots the arena starts: [[bots]] #3 ("remote") is an address, '
-     "and its CPU time cannot be measured"),
+     ('cup.toml: [time] cpu_ms needs bots the arena starts: [[bots]] #3 ("remote") is an address, '
+      "and its CPU time cannot be measured")),
     ("move_ms = 500\ncpu_ms = 600", COMMAND_BOTS,
      "cup.toml: [time] cpu_time_ms (600) must be at most move_time_ms (500), the wall-clock backstop"),
     ("cpu_ms = -5", COMMAND_BOTS, "cup.toml: [time] cpu_ms must be a whole number from 0 to 3600000, not -5"),

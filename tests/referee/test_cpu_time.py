@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import signal
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -126,6 +126,34 @@ def test_the_cpu_limit_times_out_a_bot_that_burns_far_more(tmp_path: Path) -> No
     assert_no_bot_processes()
 
 
+def test_a_bot_in_an_endless_loop_is_cut_off_near_the_cpu_limit_not_at_the_backstop(tmp_path: Path) -> None:
+    """A bot that would burn for ten minutes: the referee, reading its CPU time while it waits,
+    stops at the limit. It has used well under 10x the limit and grace by then (the wall
+    backstop would have let it burn for 30 s), and the game goes on to its result."""
+    control = TimeControl(move_time_ms=BACKSTOP_MS, cpu_time_ms=CPU_LIMIT_MS, startup_time_ms=20_000)
+    report, _ = play([scripted("burn", turns=1, ms=600_000), builtin_bot_command(2)], control, tmp_path)
+    [failure] = report.games[0].result.failures
+    reason = re.fullmatch(r"used (\d+) ms of CPU time without answering, limit 100 ms", failure.reason)
+    assert failure.kind == F.FAILURE_KIND_TIMEOUT and reason, failure.reason
+    assert CPU_LIMIT_MS + control.grace_ms < int(reason.group(1)) < 10 * (CPU_LIMIT_MS + control.grace_ms)
+    assert report.games[0].result.termination == game_pb2.TERMINATION_FORFEIT
+    assert_no_bot_processes()
+
+
+def test_a_bot_at_an_address_has_no_cpu_time(tmp_path: Path, running_builtin_bot: tuple[str, int]) -> None:
+    """Without a CPU limit a bot at an address plays as before; its moves' CPU time is not
+    measured: null in the record, unset in the play events (the started bot's are set)."""
+    address, _ = running_builtin_bot
+    report, events = play([address, builtin_bot_command(2)], TimeControl(move_time_ms=BACKSTOP_MS), tmp_path)
+    [game] = report.games
+    assert not game.result.failures
+    by_seat = [(seat, cpu) for (seat, _), cpu in zip(game.record["timings_us"], game.record["cpu_us"])]
+    assert {cpu is None for seat, cpu in by_seat if seat == 0} == {True}
+    assert {cpu is None for seat, cpu in by_seat if seat == 1} == {False}
+    plays = [e.play for e in events if e.WhichOneof("event") == "play"]
+    assert [p.HasField("cpu_us") for p in plays] == [seat == 1 for seat, _ in by_seat]
+
+
 def test_under_a_cpu_limit_a_bot_that_waits_on_the_wall_clock_plays_on(tmp_path: Path) -> None:
     """The same 100 ms CPU limit: a bot that sleeps 1 s (10x the limit) on two turns uses almost no
     CPU and is not timed out; so is its opponent, the built-in random bot."""
@@ -165,8 +193,8 @@ def test_referee_match_takes_a_cpu_limit_and_shows_cpu_times(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("args, message", [
     (["--bot", "127.0.0.1:9", "--cpu-time", "100"],
-     "a CPU-time limit needs bots the referee starts: bot 2 ('127.0.0.1:9') is an address, "
-     "and its CPU time cannot be measured"),
+     ("a CPU-time limit needs bots the referee starts: bot 2 ('127.0.0.1:9') is an address, "
+      "and its CPU time cannot be measured")),
     (["--cpu-time", "2000"], "cpu_time_ms (2000) must be at most move_time_ms (1000), the wall-clock backstop"),
     (["--cpu-time", "-1"], "cpu_time_ms must be a whole number of milliseconds >= 0, not -1"),
 ])
