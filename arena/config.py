@@ -8,7 +8,6 @@ text in a message (names, values, paths) is escaped (arena.errors.quoted), so a 
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import hashlib
 import json
@@ -24,6 +23,7 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+from referee.bots.cpu import proc_metering_problem
 from referee.bots.endpoint import BotEndpoint
 from referee.clock import MAX_TIME_MS, TimeControl
 from referee.errors import EndpointError
@@ -43,7 +43,7 @@ TOP_KEYS = ("name", "players", "games_per_pairing", "duplicate", "concurrency", 
 SECTION_KEYS = {
     "": TOP_KEYS,
     "[rules]": ("on_twenty", "max_deals"),
-    "[time]": ("move_ms", "grace_ms", "bank_ms", "increment_ms", "startup_ms"),
+    "[time]": ("move_ms", "grace_ms", "bank_ms", "increment_ms", "startup_ms", "cpu_ms"),
     "[failures]": ("policy", "max_strikes"),
     "[[bots]]": ("name", "command", "address", "cwd", "env"),
     "[ladder]": ("interval", "cron", "pairings_per_bot", "sets_per_pairing"),
@@ -125,7 +125,7 @@ class TournamentConfig:
             "games_per_pairing": self.games_per_pairing,
             "duplicate": self.duplicate,
             "rules": self.rules.to_dict(),
-            "time_control": dataclasses.asdict(self.time_control),
+            "time_control": self.time_control.to_dict(),  # no cpu_time_ms when 0: older fingerprints hold
             "policy": self.policy.value,
             "max_strikes": self.max_strikes,
             "seed": self.seed,
@@ -186,6 +186,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
     max_strikes = failures.integer("max_strikes", 3, minimum=0)
 
     bots = _bots(top, path.parent, players, check_programs)
+    _check_cpu_limit(top, time_control, bots)
     ladder = _ladder(top.table("ladder")) if "ladder" in data else None
     if problems:
         raise ConfigError(*problems)
@@ -356,6 +357,7 @@ def _time_control(table: _Table) -> TimeControl:
         "bank_initial_ms": table.integer("bank_ms", d.bank_initial_ms, minimum=0, maximum=MAX_TIME_MS),
         "bank_increment_ms": table.integer("increment_ms", d.bank_increment_ms, minimum=0, maximum=MAX_TIME_MS),
         "startup_time_ms": table.integer("startup_ms", d.startup_time_ms, minimum=1, maximum=MAX_TIME_MS),
+        "cpu_time_ms": table.integer("cpu_ms", d.cpu_time_ms, minimum=0, maximum=MAX_TIME_MS),
     }
     try:
         return TimeControl(**values)
@@ -363,6 +365,17 @@ def _time_control(table: _Table) -> TimeControl:
         if not table.bad:
             table.problem(f"[time] {one_line(str(exc))}")
         return d
+
+
+def _check_cpu_limit(top: _Table, control: TimeControl, bots: tuple[BotConfig, ...]) -> None:
+    """A CPU-time limit needs every bot to be one the arena starts (the referee's rule, said here
+    with the bot's entry)."""
+    for number, bot in enumerate(bots, start=1):
+        if control.cpu_time_ms and bot.spec and BotEndpoint.is_address(bot.spec):
+            top.problem(f"[time] cpu_ms needs bots the arena starts: [[bots]] #{number} ({_show(bot.name)}) is an "
+                        "address, and its CPU time cannot be measured")
+    if control.cpu_time_ms and (problem := proc_metering_problem()):
+        top.problem(f"[time] cpu_ms cannot be applied on this machine: {one_line(problem)}")
 
 
 def _bots(top: _Table, folder: Path, players: int, check_programs: bool) -> tuple[BotConfig, ...]:

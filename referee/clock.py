@@ -7,6 +7,7 @@ when told, instead of sleeping and hoping a loaded machine keeps up.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Protocol
@@ -20,16 +21,22 @@ MAX_TIME_MS = 3_600_000
 
 @dataclass(frozen=True, slots=True)
 class TimeControl:
-    """Limits for a match (docs/protocol.md, "Time limits")."""
+    """Limits for a match (docs/protocol.md, "Time limits").
+
+    ``cpu_time_ms`` (0: none) is an opt-in limit on the CPU time a bot's processes use for one
+    move; with it the wall-clock limit (move time + bank + grace) stays, as a backstop.
+    """
 
     move_time_ms: int = 1000
     grace_ms: int = 50
     bank_initial_ms: int = 0
     bank_increment_ms: int = 0
     startup_time_ms: int = 10_000
+    cpu_time_ms: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("move_time_ms", "grace_ms", "bank_initial_ms", "bank_increment_ms", "startup_time_ms"):
+        for name in ("move_time_ms", "grace_ms", "bank_initial_ms", "bank_increment_ms", "startup_time_ms",
+                     "cpu_time_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a whole number of milliseconds >= 0, not {value!r}")
@@ -39,6 +46,23 @@ class TimeControl:
             raise ValueError("move_time_ms must be at least 1")
         if self.startup_time_ms == 0:
             raise ValueError("startup_time_ms must be at least 1")
+        if self.cpu_time_ms > self.move_time_ms:
+            # one thread cannot use more CPU than wall time: such a limit would never be the one that applies
+            raise ValueError(f"cpu_time_ms ({self.cpu_time_ms}) must be at most move_time_ms ({self.move_time_ms}), "
+                             "the wall-clock backstop")
+
+    def cpu_in_time(self, cpu_ms: float) -> bool:
+        """Whether a move that used ``cpu_ms`` of CPU (whole ms, rounded) is within the CPU limit;
+        the grace is slack here as for the wall clock. Always true without a CPU limit."""
+        return not self.cpu_time_ms or round(cpu_ms) <= self.cpu_time_ms + self.grace_ms
+
+    def to_dict(self) -> dict[str, int]:
+        """Every field by name, except ``cpu_time_ms`` when it is 0: settings stored (and
+        fingerprinted) before the CPU limit existed stay equal to today's without one."""
+        data = dataclasses.asdict(self)
+        if not self.cpu_time_ms:
+            del data["cpu_time_ms"]
+        return data
 
     def to_pb(self) -> game_pb2.TimeControl:
         return game_pb2.TimeControl(
@@ -47,11 +71,12 @@ class TimeControl:
             bank_initial_ms=self.bank_initial_ms,
             bank_increment_ms=self.bank_increment_ms,
             startup_time_ms=self.startup_time_ms,
+            cpu_time_ms=self.cpu_time_ms,
         )
 
     @classmethod
     def from_pb(cls, pb: game_pb2.TimeControl) -> "TimeControl":
-        """Unset (zero) fields take the defaults, except the bank, where 0 means none."""
+        """Unset (zero) fields take the defaults, except the bank and the CPU limit, where 0 means none."""
         d = cls()
         return cls(
             move_time_ms=pb.move_time_ms or d.move_time_ms,
@@ -59,6 +84,7 @@ class TimeControl:
             bank_initial_ms=pb.bank_initial_ms,
             bank_increment_ms=pb.bank_increment_ms,
             startup_time_ms=pb.startup_time_ms or d.startup_time_ms,
+            cpu_time_ms=pb.cpu_time_ms,
         )
 
 

@@ -9,6 +9,8 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from referee.match.record import MoveTimes
+
 from ..store.store import GameRow
 
 # games.csv: the first eleven columns are the original ones (kept in place for old readers); the
@@ -46,6 +48,16 @@ def winners(result: Mapping[str, Any] | None, seat_names: Sequence[str]) -> list
         return []
     ranks = result.get("ranks", [])
     return [name for name, rank in zip(seat_names, ranks) if int(rank) == 1]
+
+
+def seat_times_line(seat: int, name: str, moves: MoveTimes) -> str:
+    """``seat 0 greedy: 45 moves, median 1.20 ms, max 5.00 ms, CPU median 0.90 ms, max 4.00 ms``:
+    a seat's wall-clock move times and, where the record has them, its moves' CPU times."""
+    def spread(values: Sequence[int]) -> str:
+        ordered = sorted(values)
+        return f"median {ordered[len(ordered) // 2] / 1000:.2f} ms, max {ordered[-1] / 1000:.2f} ms"
+    line = f"seat {seat} {name}: {len(moves.wall_us)} moves, {spread(moves.wall_us)}"
+    return line + f", CPU {spread(moves.cpu_us)}" if moves.cpu_us else line
 
 
 def games_csv(games: Iterable[GameRow], names: Mapping[int, str]) -> str:

@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from referee.cli.render import record_lines
 from referee.errors import RefereeError
+from referee.match.record import seat_move_times
 from referee.rules import RulesError
 
 from ..config import BOT_NAME, ConfigError, TournamentConfig, load_config
@@ -26,7 +27,7 @@ from ..rating.standings import fitting_standings_table, head_to_head_table, stan
 from ..store.store import NoDatabaseError, StorageError, Store
 from .compare import add_compare_parser, add_gauntlet_parser
 from .console import PROG, make_console
-from .describe import failure_place, games_csv, kind_name
+from .describe import failure_place, games_csv, kind_name, seat_times_line
 from .live import run_tournament, warn_if_oversubscribed
 
 
@@ -113,6 +114,7 @@ def cmd_games(args: argparse.Namespace) -> int:
         rows = store.games(tid, position, statuses)
         if args.failed:  # games with a failure of a bot count too
             rows = [g for g in store.games(tid, position) if g.status == "failed" or (g.result and g.result.get("failures"))]
+        records = dict(store.records(tid)) if args.times else {}
     finally:
         store.close()
     out = sys.stdout
@@ -131,6 +133,9 @@ def cmd_games(args: argparse.Namespace) -> int:
             what = "forfeit" if f.get("forfeit") else "random move played"
             out.write(f"         {seats[seat]} (seat {seat}): {kind_name(f.get('kind', ''))} {failure_place(f)}: "
                       f"{f.get('reason', '')} -> {what}\n")
+        if g.number in records:
+            for seat, moves in seat_move_times(records[g.number]).items():
+                out.write(f"         {seat_times_line(seat, seats[seat], moves)}\n")
     if not rows:
         out.write("no games\n")
     return 0
@@ -156,15 +161,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     except RulesError as exc:
         raise UsageError(f"game {row.number}: the stored record does not replay: {exc}") from None
     sys.stdout.write("\n".join(lines) + "\n")
-    timings = record.get("timings_us", [])
-    if timings:
-        per_seat: dict[int, list[int]] = {}
-        for seat, us in timings:
-            per_seat.setdefault(seat, []).append(us)
-        for seat, values in sorted(per_seat.items()):
-            values.sort()
-            sys.stdout.write(f"seat {seat} {seat_names[seat]}: {len(values)} moves, median "
-                             f"{values[len(values) // 2] / 1000:.2f} ms, max {values[-1] / 1000:.2f} ms\n")
+    for seat, moves in seat_move_times(record).items():
+        sys.stdout.write(seat_times_line(seat, seat_names[seat], moves) + "\n")
     return 0
 
 
@@ -215,7 +213,10 @@ def cmd_bots(args: argparse.Namespace) -> int:
             if not BOT_NAME.fullmatch(args.name):  # the file's rule: names also name log files
                 raise UsageError("a bot name must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, "
                                  f"not {quoted(args.name)}")
-            BotEndpoint.parse(args.spec)  # raises EndpointError on a bad spec
+            endpoint = BotEndpoint.parse(args.spec)  # raises EndpointError on a bad spec
+            if config.time_control.cpu_time_ms and not endpoint.is_process:  # as the file's bots are checked
+                raise UsageError(f"cannot add {args.name}: [time] cpu_ms needs bots the arena starts, and "
+                                 f"{quoted(args.spec)} is an address (its CPU time cannot be measured)")
             row = store.add_bot(tid, args.name, args.spec)
             sys.stdout.write(f"added {row.name}: {row.spec}\n")
         elif args.action == "remove":
@@ -279,6 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--bot", help="only games of this bot")
     p.add_argument("--failed", action="store_true", help="only games with a failure (a bot's or the referee's)")
+    p.add_argument("--times", action="store_true",
+                   help="also each seat's move times: wall clock and CPU (reads every game's record)")
     p.set_defaults(func=cmd_games)
 
     p = sub.add_parser("show", help="print one game's record, move by move")

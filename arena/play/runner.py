@@ -8,7 +8,6 @@ finished ones are never played or stored again.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
 import os
@@ -82,7 +81,7 @@ def config_settings(config: TournamentConfig) -> dict[str, Any]:
         "duplicate": config.duplicate,
         "seed": config.seed,
         "rules": config.rules.to_dict(),
-        "time_control": dataclasses.asdict(config.time_control),
+        "time_control": config.time_control.to_dict(),
         "policy": config.policy.value,
         "max_strikes": config.max_strikes,
     }
@@ -95,6 +94,7 @@ FILE_KEYS = {
     "rules.max_deals": "[rules] max_deals", "time_control.move_time_ms": "[time] move_ms",
     "time_control.grace_ms": "[time] grace_ms", "time_control.bank_initial_ms": "[time] bank_ms",
     "time_control.bank_increment_ms": "[time] increment_ms", "time_control.startup_time_ms": "[time] startup_ms",
+    "time_control.cpu_time_ms": "[time] cpu_ms",
     "policy": "[failures] policy", "max_strikes": "[failures] max_strikes",
 }
 DERIVED_KEYS = {"rules.players", "rules.partnerships"}  # follow from players: reported there

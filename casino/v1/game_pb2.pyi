@@ -187,6 +187,7 @@ class TimeControl(_message.Message):
     BANK_INITIAL_MS_FIELD_NUMBER: _builtins.int
     BANK_INCREMENT_MS_FIELD_NUMBER: _builtins.int
     STARTUP_TIME_MS_FIELD_NUMBER: _builtins.int
+    CPU_TIME_MS_FIELD_NUMBER: _builtins.int
     move_time_ms: _builtins.int
     """Limit for one move, from sending the turn to receiving the answer."""
     grace_ms: _builtins.int
@@ -199,6 +200,10 @@ class TimeControl(_message.Message):
     """Added to the bank after each move made in time (with 0 here and above there is no bank)."""
     startup_time_ms: _builtins.int
     """Time for a bot to become healthy and answer the handshake."""
+    cpu_time_ms: _builtins.int
+    """Optional limit on the CPU time the bot's processes use for one move, from sending the turn to
+    receiving the answer (0: none). With it, the wall-clock limits above stay as a backstop.
+    """
     def __init__(
         self,
         *,
@@ -207,10 +212,11 @@ class TimeControl(_message.Message):
         bank_initial_ms: _builtins.int = ...,
         bank_increment_ms: _builtins.int = ...,
         startup_time_ms: _builtins.int = ...,
+        cpu_time_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bank_increment_ms", b"bank_increment_ms", "bank_initial_ms", b"bank_initial_ms", "grace_ms", b"grace_ms", "move_time_ms", b"move_time_ms", "startup_time_ms", b"startup_time_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bank_increment_ms", b"bank_increment_ms", "bank_initial_ms", b"bank_initial_ms", "cpu_time_ms", b"cpu_time_ms", "grace_ms", b"grace_ms", "move_time_ms", b"move_time_ms", "startup_time_ms", b"startup_time_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -238,6 +238,7 @@ class PlayEvent(_message.Message):
     PLAY_NUMBER_FIELD_NUMBER: _builtins.int
     ELAPSED_US_FIELD_NUMBER: _builtins.int
     SUBSTITUTED_FIELD_NUMBER: _builtins.int
+    CPU_US_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     seat: _builtins.int
     move: _builtins.str
@@ -248,6 +249,10 @@ class PlayEvent(_message.Message):
     attempt (0 when no turn could be sent).
     """
     substituted: _builtins.bool
+    cpu_us: _builtins.int
+    """The CPU time the bot's processes used for this move (over the same span as elapsed_us); not
+    set when it was not measured (a bot at an address, or no turn could be sent).
+    """
     def __init__(
         self,
         *,
@@ -258,12 +263,15 @@ class PlayEvent(_message.Message):
         play_number: _builtins.int = ...,
         elapsed_us: _builtins.int = ...,
         substituted: _builtins.bool = ...,
+        cpu_us: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cpu_us", b"_cpu_us", "cpu_us", b"cpu_us"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deal", b"deal", "elapsed_us", b"elapsed_us", "game_id", b"game_id", "move", b"move", "play_number", b"play_number", "seat", b"seat", "substituted", b"substituted"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cpu_us", b"_cpu_us", "cpu_us", b"cpu_us", "deal", b"deal", "elapsed_us", b"elapsed_us", "game_id", b"game_id", "move", b"move", "play_number", b"play_number", "seat", b"seat", "substituted", b"substituted"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__cpu_us: _TypeAlias = _typing.Literal["cpu_us"]  # noqa: Y015
+    _WhichOneofArgType__cpu_us: _TypeAlias = _typing.Literal["_cpu_us", b"_cpu_us"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cpu_us) -> _WhichOneofReturnType__cpu_us | None: ...
 
 Global___PlayEvent: _TypeAlias = PlayEvent  # noqa: Y015
 

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Protocol
 
+from .cpu import CpuMeter, ProcTreeMeter
 from .endpoint import BotEndpoint
 
 ADDRESS_ENV = "CASINO_BOT_ADDRESS"
@@ -41,6 +42,7 @@ class BotProcess:
         self.address = address
         self.log_path = log_path
         self.process: asyncio.subprocess.Process | None = None
+        self._meter: ProcTreeMeter | None = None
 
     async def start(self) -> None:
         env = {**os.environ, **dict(self.endpoint.env), ADDRESS_ENV: self.address}
@@ -65,6 +67,14 @@ class BotProcess:
                 start_new_session=True,  # its own process group, killed as a whole
             )
         _LIVE_GROUPS.add(self.process.pid)
+        self._meter = ProcTreeMeter(self.process.pid)
+
+    def cpu_meter(self) -> CpuMeter | None:
+        """What the referee reads the bot's CPU time from (its process tree through /proc; a
+        sandbox backend with a cgroup per bot gives its own); None when it is not running."""
+        if self.process is None or self.process.returncode is not None:
+            return None
+        return self._meter
 
     @property
     def exited(self) -> bool:
@@ -100,6 +110,9 @@ class BotProcess:
                 await proc.wait()
         finally:
             _LIVE_GROUPS.discard(pgid)
+            if self._meter is not None:
+                self._meter.close()
+                self._meter = None
             if self.address.startswith("unix:"):
                 Path(self.address[len("unix:"):]).unlink(missing_ok=True)
 

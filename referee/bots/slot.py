@@ -17,6 +17,7 @@ from ..wire.connection import CHANNEL_OPTIONS, BotConnection, StreamFailure
 from ..wire.convert import PROTOCOL_VERSION
 from .endpoint import BotEndpoint
 from .health import wait_healthy
+from .cpu import CpuMeter
 from .launcher import LOCAL_LAUNCHER, BotProcess, Launcher
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,11 @@ class BotSlot:
     def name(self) -> str:
         """The bot's name in output and records: the caller's, else its own, else its label."""
         return self.given_name or self.hello_name or self.label
+
+    @property
+    def cpu_meter(self) -> CpuMeter | None:
+        """Where its moves' CPU time is read; None for a bot at an address (not measured)."""
+        return self.process.cpu_meter() if self.process is not None else None
 
     @property
     def ready(self) -> bool:

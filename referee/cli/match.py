@@ -17,6 +17,7 @@ from casino.v1 import game_pb2
 from ..bots.endpoint import BotEndpoint
 from ..clock import TimeControl
 from ..errors import EndpointError, UsageError
+from ..match.record import seat_move_times
 from ..match.report import GameReport, MatchReport
 from ..match.run import run_match
 from ..match.spec import FailurePolicy, MatchSpec
@@ -74,6 +75,9 @@ def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
     p.add_argument("--bank", type=int, default=0, metavar="MS", help="time bank per game (default none)")
     p.add_argument("--increment", type=int, default=0, metavar="MS", help="added to the bank after each move")
     p.add_argument("--startup-time", type=int, default=10_000, metavar="MS", help="to become healthy and answer the handshake (default 10000)")
+    p.add_argument("--cpu-time", type=int, default=0, metavar="MS",
+                   help="per-move limit on the CPU time of the bot's processes (default none); "
+                        "--move-time stays as a wall-clock backstop")
     p.add_argument("--policy", choices=[p.value for p in FailurePolicy], default="forfeit",
                    help="on a failure: forfeit the game (default) or play a random move and count a strike")
     p.add_argument("--max-strikes", type=int, default=3, help="strikes before a forfeit with --policy random_move")
@@ -96,7 +100,8 @@ def spec_from_args(args: argparse.Namespace, bots: list[str]) -> MatchSpec:
         if args.deck:
             decks = [parse_deck(read_text_file(args.deck, "deck file", MAX_DECK_BYTES))]
         control = TimeControl(move_time_ms=args.move_time, grace_ms=args.grace, bank_initial_ms=args.bank,
-                              bank_increment_ms=args.increment, startup_time_ms=args.startup_time)
+                              bank_increment_ms=args.increment, startup_time_ms=args.startup_time,
+                              cpu_time_ms=args.cpu_time)
         spec = MatchSpec(
             bots=endpoints, options=options, games=args.games, seed=args.seed, decks=decks, time_control=control,
             policy=FailurePolicy(args.policy), max_strikes=args.max_strikes, rotate_seats=not args.no_rotate,
@@ -128,12 +133,14 @@ def describe_game(report: GameReport, names: list[str], options: RuleOptions) ->
     return line
 
 
-def move_times_ms(report: MatchReport, bot: int) -> list[float]:
+def move_times_ms(report: MatchReport, bot: int, cpu: bool = False) -> list[float]:
+    """The bot's move times in the match, in ms: wall-clock response times, or (``cpu``) the CPU
+    times of the moves whose CPU time was measured."""
     times = []
     for game in report.games:
-        for seat, us in game.record["timings_us"]:
+        for seat, moves in seat_move_times(game.record).items():
             if game.seat_bots[seat] == bot:
-                times.append(us / 1000)
+                times += [us / 1000 for us in (moves.cpu_us if cpu else moves.wall_us)]
     return times
 
 
@@ -145,13 +152,16 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 def summary_lines(report: MatchReport) -> list[str]:
     tally = report.tally()
-    lines = [f"{'bot':24s} {'games':>5s} {'W':>4s} {'D':>4s} {'L':>4s} {'forfeits':>8s} {'move ms p50':>11s} {'p99':>7s}"]
+    lines = [(f"{'bot':24s} {'games':>5s} {'W':>4s} {'D':>4s} {'L':>4s} {'forfeits':>8s} {'move ms p50':>11s} {'p99':>7s}"
+              f" {'cpu ms p50':>10s} {'p99':>7s}")]
     for i, name in enumerate(report.bot_names):
         times = sorted(move_times_ms(report, i))
+        cpu = sorted(move_times_ms(report, i, cpu=True))
         games = sum(1 for g in report.games if i in g.seat_bots)
+        cpu_cells = f" {percentile(cpu, 0.5):10.2f} {percentile(cpu, 0.99):7.2f}" if cpu else f" {'-':>10s} {'-':>7s}"
         lines.append(
             f"{name[:24]:24s} {games:5d} {tally.wins[i]:4d} {tally.draws[i]:4d} {tally.losses[i]:4d} {tally.forfeits[i]:8d}"
-            f" {percentile(times, 0.5):11.2f} {percentile(times, 0.99):7.2f}"
+            f" {percentile(times, 0.5):11.2f} {percentile(times, 0.99):7.2f}" + cpu_cells
         )
     return lines
 
@@ -225,6 +235,11 @@ def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, li
         if times:
             print(f"  move time ms: p50 {percentile(times, 0.5):.2f}, p90 {percentile(times, 0.9):.2f}, "
                   f"p99 {percentile(times, 0.99):.2f}, max {times[-1]:.2f} over {len(times)} moves (limit {args.move_time})")
+        cpu = sorted(t for b in checked for t in move_times_ms(report, b, cpu=True))
+        if cpu:
+            limit = f"limit {args.cpu_time}" if args.cpu_time else "no limit"
+            print(f"  CPU time ms:  p50 {percentile(cpu, 0.5):.2f}, p90 {percentile(cpu, 0.9):.2f}, "
+                  f"p99 {percentile(cpu, 0.99):.2f}, max {cpu[-1]:.2f} over {len(cpu)} moves ({limit})")
         if kept:
             print(f"  bot logs: {report.logs_dir}")
     if not kept:

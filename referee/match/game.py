@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator, Sequence
 from casino.v1 import bot_pb2, game_pb2, referee_pb2
 
 from ..bots.slot import BotSlot
-from ..clock import GameClock
+from ..bots.cpu import CpuMeter
+from ..clock import GameClock, TimeControl
 from ..rules import GameState, Move, apply, legal_moves, new_game, parse_move
 from ..rules.errors import RulesError
 from ..rules.legal import explain_illegal
@@ -58,6 +59,7 @@ async def play_game(
     strikes = [0] * n
     failures: list[game_pb2.Failure] = []
     timings: list[list[int]] = []
+    cpu_timings: list[int | None] = []  # by play, as timings: the move's CPU time, None if not measured
     substitute_rng = random.Random(seed)
     emit(referee_pb2.RunMatchResponse(game_started=referee_pb2.GameStarted(
         game_id=game_id, game_number=number, seat_bots=seat_bots, seed=seed)))
@@ -107,6 +109,7 @@ async def play_game(
         failure: StreamFailure | None
         move: Move | None = None
         elapsed = 0.0
+        cpu_us: int | None = None
         answer: bot_pb2.MoveChoice | StreamFailure
         if not slot.ready:
             answer = slot.connection.broken if slot.connection and slot.connection.broken else StreamFailure(
@@ -115,7 +118,14 @@ async def play_game(
             turn_id = next(turn_ids)
             request = turn_request_bytes(game_id, turn_id, observation(state, seat, with_plays=False), moves,
                                          control.move_time_ms, clock.bank_ms, public_plays)
-            answer, elapsed = await slot.connection.ask_move(request, turn_id, clock.deadline_s())  # type: ignore[union-attr]
+            meter = slot.cpu_meter
+            cpu_start = meter.cpu_ns() if meter is not None else None
+            give_up = _cpu_watch(meter, cpu_start, control) if meter is not None and cpu_start is not None else None
+            answer, elapsed = await slot.connection.ask_move(  # type: ignore[union-attr]
+                request, turn_id, clock.deadline_s(), give_up, _cpu_poll_s(control))
+            cpu_end = meter.cpu_ns() if meter is not None and cpu_start is not None else None
+            if cpu_start is not None and cpu_end is not None:
+                cpu_us = max(0, cpu_end - cpu_start) // 1000
         if isinstance(answer, StreamFailure):
             answer = await _crash_or_disconnect(answer, slot)
             if not moved[seat] and answer.kind in (F.FAILURE_KIND_DISCONNECT, F.FAILURE_KIND_CRASH):
@@ -129,9 +139,16 @@ async def play_game(
                 answer = why
         moved[seat] = True
         failure, move = _judge(answer, state, moves)
-        if failure is None and not clock.charge(elapsed * 1000):
+        if failure is None and cpu_us is not None and not control.cpu_in_time(cpu_us / 1000):
+            # judged before the wall clock: a move that fails is not charged to the bank
+            failure = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"used {cpu_us / 1000:.0f} ms of CPU time, limit "
+                                    f"{control.cpu_time_ms} ms (answered after {elapsed * 1000:.0f} ms)", preview(answer))
+        elif failure is None and not clock.charge(elapsed * 1000):
             failure = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"answered after {elapsed * 1000:.0f} ms, limit "
                                     f"{control.move_time_ms + clock.bank_ms} ms", preview(answer))
+            failure = _with_cpu(failure, cpu_us, control)
+        elif failure is not None and failure.kind == F.FAILURE_KIND_TIMEOUT:
+            failure = _with_cpu(failure, cpu_us, control)
         substituted = False
         if failure is not None:
             if failure.kind == F.FAILURE_KIND_TIMEOUT:
@@ -150,10 +167,11 @@ async def play_game(
         notation = str(move)
         public_plays = b"" if state.deal != deal else public_plays + public_play_field(seat, notation)
         timings.append([seat, int(elapsed * 1e6)])
+        cpu_timings.append(cpu_us)
         if emit is not discard_event:  # one event per play: only built when someone listens
             emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
                 game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
-                elapsed_us=int(elapsed * 1e6), substituted=substituted)))
+                elapsed_us=int(elapsed * 1e6), substituted=substituted, cpu_us=cpu_us)))
         listeners = [other for other in seats if other.play_events and other.ready]
         if listeners:
             made = bot_pb2.PlayRequest(play_made=bot_pb2.PlayMade(
@@ -177,9 +195,43 @@ async def play_game(
         seats=[SeatRecord(s, seat_bots[s], seats[s].name, seats[s].hello_name, seats[s].version, seats[s].endpoint.spec)
                for s in range(n)],
         time_control=control, policy=spec.policy.value, max_strikes=spec.max_strikes, state=state,
-        timings_us=timings, failures=failures, result=result,
+        timings_us=timings, cpu_us=cpu_timings, failures=failures, result=result,
     )
     return GameReport(game_id, number, seat_bots, result, record)
+
+
+def _cpu_poll_s(control: TimeControl) -> float:
+    """How often a bot's CPU time is read while it thinks under a CPU limit: a tenth of the
+    limit, from 5 ms to 100 ms (a reading costs some 20 us of the referee's CPU)."""
+    return min(0.1, max(0.005, control.cpu_time_ms / 10_000))
+
+
+def _cpu_watch(meter: CpuMeter, start_ns: int, control: TimeControl) -> Callable[[], str | None] | None:
+    """Under a CPU limit, what tells the wait for an answer that the bot has used more CPU than
+    the limit and its grace: the wait ends there instead of at the wall-clock backstop."""
+    if not control.cpu_time_ms:
+        return None
+
+    def over() -> str | None:
+        now = meter.cpu_ns()
+        if now is None or control.cpu_in_time((now - start_ns) / 1e6):
+            return None
+        return f"used {(now - start_ns) / 1e6:.0f} ms of CPU time without answering, limit {control.cpu_time_ms} ms"
+    return over
+
+
+def _with_cpu(failure: StreamFailure, cpu_us: int | None, control: TimeControl) -> StreamFailure:
+    """A timeout under a CPU limit says how much CPU the move used: over the limit, that is the
+    reason; within it, the wall-clock backstop's reason gets the figure (a bot that waited, or
+    one the machine starved)."""
+    if not control.cpu_time_ms or cpu_us is None:
+        return failure
+    if not control.cpu_in_time(cpu_us / 1000):  # also when _cpu_watch ended the wait: the final figure
+        return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"used {cpu_us / 1000:.0f} ms of CPU time without answering, "
+                             f"limit {control.cpu_time_ms} ms", failure.received)
+    if failure.reason.startswith("used "):  # _cpu_watch's, though the last reading came out lower
+        return failure
+    return StreamFailure(failure.kind, f"{failure.reason} (CPU {cpu_us / 1000:.0f} ms)", failure.received)
 
 
 async def _crash_or_disconnect(failure: StreamFailure, slot: BotSlot) -> StreamFailure:

@@ -1,6 +1,7 @@
 """The referee's record of one game: the engine's record of the play (the decks and every move,
 ``referee.rules.game_record``) wrapped with who sat where, the clock, the failure policy, each
-play's response time, every failure and the result (docs/protocol.md, section 8)."""
+play's response time and CPU time, every failure and the result (docs/protocol.md, section 8);
+and ``seat_move_times``, which reads the times back (from older records too)."""
 
 from __future__ import annotations
 
@@ -39,8 +40,12 @@ def _as_dict(message: Any) -> dict[str, Any]:
 def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequence[SeatRecord],
                    time_control: TimeControl, policy: str, max_strikes: int, state: GameState,
                    timings_us: list[list[int]], failures: Sequence[game_pb2.Failure],
-                   result: game_pb2.GameResult) -> dict[str, Any]:
-    """The JSON-serialisable record of a finished (or forfeited) game."""
+                   result: game_pb2.GameResult, cpu_us: Sequence[int | None] | None = None) -> dict[str, Any]:
+    """The JSON-serialisable record of a finished (or forfeited) game. ``cpu_us``: by play, as
+    ``timings_us``, the CPU time of each move (None where it was not measured; all None if not given)."""
+    cpu = list(cpu_us) if cpu_us is not None else [None] * len(timings_us)
+    if len(cpu) != len(timings_us):
+        raise ValueError(f"{len(cpu)} CPU times for {len(timings_us)} plays")
     return {
         "format": RECORD_FORMAT,
         "version": RECORD_VERSION,
@@ -54,6 +59,30 @@ def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequ
         "max_strikes": max_strikes,
         "engine": game_record(state),
         "timings_us": timings_us,
+        "cpu_us": cpu,
         "failures": [_as_dict(f) for f in failures],
         "result": _as_dict(result),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class MoveTimes:
+    """One seat's moves in a record: wall-clock response times and, where measured, CPU times (us)."""
+
+    wall_us: tuple[int, ...]
+    cpu_us: tuple[int, ...]  # only the moves whose CPU time was measured
+
+
+def seat_move_times(record: dict[str, Any]) -> dict[int, MoveTimes]:
+    """Each seat's move times in a game record, by seat; a record written before CPU times were
+    recorded (no ``cpu_us``) gives none."""
+    timings = record.get("timings_us", [])
+    cpu = list(record.get("cpu_us") or [])
+    cpu += [None] * (len(timings) - len(cpu))
+    wall: dict[int, list[int]] = {}
+    used: dict[int, list[int]] = {}
+    for (seat, us), cpu_of_move in zip(timings, cpu):
+        wall.setdefault(seat, []).append(us)
+        if cpu_of_move is not None:
+            used.setdefault(seat, []).append(cpu_of_move)
+    return {seat: MoveTimes(tuple(values), tuple(used.get(seat, ()))) for seat, values in sorted(wall.items())}

@@ -3,7 +3,6 @@ and one game's setup (GameSetup), which is serialisable so a queue job can carry
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Any
 
 from casino.v1 import bot_pb2
 
+from ..bots.cpu import proc_metering_problem
 from ..bots.endpoint import BotEndpoint
 from ..clock import TimeControl
 from ..rules import RuleOptions
@@ -22,6 +22,22 @@ SETUP_VERSION = 1
 MAX_GAMES = 1_000_000  # games in one match (the Handshake says how many, as a uint32)
 MAX_SEED = 2**64 - 1  # game seeds travel as uint64 (GameStarted.seed)
 
+
+
+def cpu_limit_problem(control: TimeControl, bots: Sequence[BotEndpoint]) -> str | None:
+    """Why ``control``'s CPU-time limit cannot be applied to these bots, in one line, or None.
+
+    Only a bot the referee starts has a process whose CPU time it can read; a bot at an address
+    would be judged on the wall clock alone, so such a match is refused rather than run unfairly.
+    """
+    if not control.cpu_time_ms:
+        return None
+    for i, bot in enumerate(bots):
+        if not bot.is_process:
+            return (f"a CPU-time limit needs bots the referee starts: bot {i + 1} ({bot.spec!r}) is an address, "
+                    "and its CPU time cannot be measured")
+    problem = proc_metering_problem()
+    return f"a CPU-time limit cannot be applied on this machine: {problem}" if problem else None
 
 
 class FailurePolicy(enum.Enum):
@@ -69,6 +85,8 @@ class MatchSpec:
                 f"seed must be 0 to {MAX_SEED - (self.games - 1)} for {self.games} game(s), not {self.seed}")
         if self.max_strikes < 0:
             raise ValueError(f"max_strikes must be 0 or more, not {self.max_strikes}")
+        if problem := cpu_limit_problem(self.time_control, self.bots):
+            raise ValueError(problem)
 
     def seat_bots(self, game_number: int) -> list[int]:
         """Bot index at each seat of game ``game_number`` (1-based): rotated one seat per game."""
@@ -123,7 +141,7 @@ class GameSetup:
             "format": SETUP_FORMAT, "version": SETUP_VERSION, "game_id": self.game_id,
             "game_number": self.game_number, "seat_bots": list(self.seat_bots), "seed": self.seed,
             "options": self.options.to_dict(), "decks": [list(d) for d in self.decks],
-            "time_control": dataclasses.asdict(self.time_control), "policy": self.policy.value,
+            "time_control": self.time_control.to_dict(), "policy": self.policy.value,
             "max_strikes": self.max_strikes, "match_id": self.match_id,
         }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -173,13 +174,18 @@ class BotConnection:
         return None
 
     async def ask_move(
-        self, request: bot_pb2.PlayRequest | bytes, turn_id: int, timeout_s: float
+        self, request: bot_pb2.PlayRequest | bytes, turn_id: int, timeout_s: float,
+        give_up: Callable[[], str | None] | None = None, poll_s: float = 0.01,
     ) -> tuple[bot_pb2.MoveChoice | StreamFailure, float]:
         """Send a turn (a ``PlayRequest`` or its serialized bytes, for turn ``turn_id``) and wait
         for the answer, all within ``timeout_s``. Returns the choice (or failure) and the seconds
         from sending the turn to receiving the answer, on this connection's clock (the caller
         judges it against the time control: an answer may arrive in time for the wait and still be
-        late by the clock)."""
+        late by the clock).
+
+        ``give_up``, polled every ``poll_s`` while the answer is awaited, ends the wait early
+        when it returns a reason (a bot over its CPU limit): a TIMEOUT with that reason, and the
+        answer, should it come, is dropped as late."""
         failure = self._unrequested()
         if failure:
             return failure, 0.0
@@ -187,29 +193,37 @@ class BotConnection:
             return self.broken, 0.0
         assert self._call is not None
         written = False
+        gave_up: list[str] = []  # the reason, once give_up said so
         clock = self._clock
         start = clock.now()
         try:
             # one deadline for writing the turn and reading its answer: a bot that stops reading
             # its stream cannot hold the referee either
-            async with asyncio.timeout(clock.real_wait_s(timeout_s)):
+            async with asyncio.timeout(clock.real_wait_s(timeout_s)) as deadline:
                 await self._call.write(request)
                 written = True
-                while True:
-                    reply = await self._receive()
-                    if (
-                        isinstance(reply, bot_pb2.PlayResponse)
-                        and reply.WhichOneof("reply") == "move"
-                        and reply.move.turn_id in self._late_turns
-                    ):
-                        self._late_turns.discard(reply.move.turn_id)  # a late answer to an earlier turn
-                        continue
-                    break
+                watch = asyncio.create_task(_watch(give_up, poll_s, deadline, gave_up)) if give_up else None
+                try:
+                    while True:
+                        reply = await self._receive()
+                        if (
+                            isinstance(reply, bot_pb2.PlayResponse)
+                            and reply.WhichOneof("reply") == "move"
+                            and reply.move.turn_id in self._late_turns
+                        ):
+                            self._late_turns.discard(reply.move.turn_id)  # a late answer to an earlier turn
+                            continue
+                        break
+                finally:
+                    if watch is not None:
+                        watch.cancel()
         except TimeoutError:
             elapsed = clock.now() - start
             if not written:
                 return self._break(StreamFailure(F.FAILURE_KIND_TIMEOUT, "stopped reading its stream")), elapsed
             self._late_turns.add(turn_id)
+            if gave_up:
+                return StreamFailure(F.FAILURE_KIND_TIMEOUT, gave_up[0]), elapsed
             return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"no answer within {timeout_s * 1000:.0f} ms"), elapsed
         except STREAM_ERRORS as exc:
             return self._break(_stream_failure(exc)), clock.now() - start
@@ -246,6 +260,17 @@ class BotConnection:
             self._reader.cancel()
         if call is not None:
             call.cancel()
+
+
+async def _watch(give_up: Callable[[], str | None], poll_s: float, deadline: asyncio.Timeout,
+                 gave_up: list[str]) -> None:
+    """Poll ``give_up`` until it gives a reason; then keep it and end the wait at once."""
+    while True:
+        await asyncio.sleep(poll_s)
+        if (reason := give_up()) is not None:
+            break
+    gave_up.append(reason)
+    deadline.reschedule(asyncio.get_running_loop().time())
 
 
 def _stream_failure(exc: BaseException) -> StreamFailure:

@@ -9,7 +9,10 @@ Candidates are the best ``max_candidates`` moves by the greedy value; ties go to
 
 It keeps its own time: it samples until ``time_fraction`` of the turn's move time has passed
 (default 40%), and never closer than a safety margin to what the Turn allows (move time + bank),
-checking the clock between rollouts and inside each one; or it does a fixed amount of work
+checking the clock between rollouts and inside each one. Under a CPU-time limit (the
+handshake's ``time_control.cpu_time_ms``) it also stops at ``time_fraction`` of that limit in
+CPU time (``time.process_time``: what the referee counts), the move time being then a wall-clock
+backstop. Or it does a fixed amount of work
 (``--samples N``: the same moves on any machine, for tests and reproducible evaluation).
 Seed: $CASINO_BOT_SEED. Run: ``python sample_bots/python/lookahead_bot.py [--samples N]
 [--time-fraction F]``.
@@ -57,11 +60,18 @@ def deal_margin(sheet: DealSheet, side: int) -> float:
     return float(margin)
 
 
-def rollout(state: GameState, side: int, deadline: float | None = None) -> float:
+def out_of_time(deadline: float | None, cpu_deadline: float | None) -> bool:
+    """Whether the wall-clock ``deadline`` (``time.monotonic()``) or the CPU one
+    (``time.process_time()``) has passed; None is no deadline."""
+    return ((deadline is not None and time.monotonic() >= deadline)
+            or (cpu_deadline is not None and time.process_time() >= cpu_deadline))
+
+
+def rollout(state: GameState, side: int, deadline: float | None = None, cpu_deadline: float | None = None) -> float:
     """Finish the deal with the greedy policy for every seat; the side's margin on the sheet.
-    Raises OutOfTime when ``deadline`` passes on the way."""
+    Raises OutOfTime when ``deadline`` or ``cpu_deadline`` passes on the way."""
     while not state.deal_over:
-        if deadline is not None and time.monotonic() >= deadline:
+        if out_of_time(deadline, cpu_deadline):
             raise OutOfTime
         moves = engine_legal_moves(state)
         state = play(state, moves[greedy_index(moves, state.loose, state.builds)])
@@ -76,10 +86,12 @@ def lookahead_index(
     deadline: float | None = None,
     options: RuleOptions | None = None,
     max_candidates: int = 10,
+    cpu_deadline: float | None = None,
 ) -> int:
     """Index into ``turn.legal_moves`` of the best move by Monte Carlo: at most ``samples``
-    determinisations, stopping at ``deadline`` (``time.monotonic()``); one of the two is needed."""
-    if samples is None and deadline is None:
+    determinisations, stopping at ``deadline`` (``time.monotonic()``) or ``cpu_deadline``
+    (``time.process_time()``); samples or a deadline is needed."""
+    if samples is None and deadline is None and cpu_deadline is None:
         raise ValueError("give samples or a deadline")
     moves = legal_moves(turn)
     loose, builds = table_from_turn(turn)
@@ -91,14 +103,14 @@ def lookahead_index(
     totals = [0.0] * len(moves)
     counts = [0] * len(moves)
     done = 0
-    while (samples is None or done < samples) and (deadline is None or time.monotonic() < deadline):
+    while (samples is None or done < samples) and not out_of_time(deadline, cpu_deadline):
         try:
             state = state_from_turn(turn, rng, options)
         except (ValueError, RulesError):
             break  # an inconsistent turn: fall back on what we have, or greedy
         try:
             for i in candidates:
-                totals[i] += rollout(play(state, moves[i]), side, deadline)  # a cut-off rollout counts for nothing
+                totals[i] += rollout(play(state, moves[i]), side, deadline, cpu_deadline)  # a cut-off one counts for nothing
                 counts[i] += 1
         except OutOfTime:
             break
@@ -122,11 +134,15 @@ class LookaheadBot(CasinoBot):
         self.time_fraction = time_fraction
 
     def choose(self, turn):  # type: ignore[no-untyped-def]
-        deadline = None
+        deadline = cpu_deadline = None
         if self.samples is None:  # with a fixed number of samples the work, not the clock, decides
-            deadline = think_deadline(self.turn_started, turn.move_time_ms or 1000, turn.bank_ms,
-                                      self.time_fraction or 0.4)
-        return lookahead_index(turn, self.rng, samples=self.samples, deadline=deadline, options=self.options)
+            fraction = self.time_fraction or 0.4
+            deadline = think_deadline(self.turn_started, turn.move_time_ms or 1000, turn.bank_ms, fraction)
+            cpu_ms = self.time_control.cpu_time_ms if self.time_control is not None else 0
+            if cpu_ms:  # the same budget in CPU time, which is what the referee then judges
+                cpu_deadline = think_deadline(self.turn_started_cpu, cpu_ms, 0, fraction)
+        return lookahead_index(turn, self.rng, samples=self.samples, deadline=deadline, options=self.options,
+                               cpu_deadline=cpu_deadline)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,7 +51,7 @@ OLD_GAMES_COLUMNS = ["number", "round", "set", "deck_seed", "status", "attempt",
                      "error"]
 NEW_GAMES_COLUMNS = ["winner", "forfeited_by", "forfeit_kind", "forfeit_reason", "forfeit_at", "random_moves"]
 MOVE_LINE = re.compile(r"^\s+(\d+)\. P(\d) (\S+): (\S.*)$")
-SEAT_LINE = re.compile(r"^seat (\d) (\S+): (\d+) moves, median [\d.]+ ms, max [\d.]+ ms$")
+SEAT_LINE = re.compile(r"^seat (\d) (\S+): (\d+) moves, median [\d.]+ ms, max [\d.]+ ms, CPU median [\d.]+ ms, max [\d.]+ ms$")
 HANDS_LINE = re.compile(r"^ {8}hands (P0: .*)$")
 TABLE_LINE = re.compile(r"^ {8}table loose: .*$")
 

@@ -1,8 +1,8 @@
 """A test bot with switches for every way a bot can misbehave (one process, real gRPC).
 
-Usage: python tests/bots/scripted_bot.py MODE [--after N] [--play-events]
+Usage: python tests/bots/scripted_bot.py MODE [--after N] [--turns K] [--ms MS] [--play-events]
 Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its N-th turn
-(default 3) MODE applies:
+(default 3), on K turns (default: every turn from then on), MODE applies:
 
   normal        always plays well
   never-listen  never opens its port (sleeps)
@@ -22,6 +22,9 @@ Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its 
   wrong-turn    answers with another turn id
   gate          waits until the file named by $SCRIPTED_BOT_GATE exists, then plays well (holds a
                 game open for as long as a test needs, within the move time)
+  burn          busy-loops in a thread of its own until that thread has used MS ms of CPU (default
+                100), then plays well: CPU time, however long the machine takes to give it
+  sleep         sleeps MS ms (wall clock) using no CPU, then plays well
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -37,16 +41,18 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from casino.v1 import bot_pb2, bot_pb2_grpc
 
 MODES = ("normal", "never-listen", "no-hello", "crash", "hang", "late", "illegal", "bad-index", "garbage",
-         "huge", "exit-between", "close-between", "flood", "wrong-turn", "gate", "rude-hello")
+         "huge", "exit-between", "close-between", "flood", "wrong-turn", "gate", "rude-hello", "burn", "sleep")
 RUDE_NAME = ("\x1b[1;31mmallory\x1b[0m\n    P1 builtin-random: crash at deal 1 play 1: FORFEITS\r\n\x1b]0;owned\x07"
              + "\u202e" + "M" * 200_000)
 RUDE_VERSION = "6.6.6\x1b[2J\x1b[H\n" + "v" * 200_000
 
 
 class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
-    def __init__(self, mode: str, after: int, play_events: bool = False) -> None:
+    def __init__(self, mode: str, after: int, play_events: bool = False, turns: int = 0, ms: int = 100) -> None:
         self.mode = mode
         self.after = after
+        self.turns_on = turns  # how many turns MODE applies to (0: all from the after-th on)
+        self.ms = ms
         self.turns = 0
         self.play_events = play_events
         self.events_seen = 0
@@ -76,7 +82,7 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                 self.turns += 1
                 turn = request.turn
                 answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0)
-                if self.turns >= self.after:
+                if self.turns >= self.after and (not self.turns_on or self.turns < self.after + self.turns_on):
                     if self.mode == "crash":
                         os._exit(3)
                     if self.mode == "hang":
@@ -93,6 +99,10 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                         answer = bot_pb2.MoveChoice(turn_id=turn.turn_id, notation="X" * (50 << 20))
                     if self.mode == "wrong-turn":
                         answer = bot_pb2.MoveChoice(turn_id=turn.turn_id + 1000, index=0)
+                    if self.mode == "burn":
+                        await asyncio.to_thread(_burn, self.ms / 1000)
+                    if self.mode == "sleep":
+                        await asyncio.sleep(self.ms / 1000)
                     if self.mode == "gate":
                         while not os.path.exists(os.environ["SCRIPTED_BOT_GATE"]):
                             await asyncio.sleep(0.02)
@@ -100,6 +110,13 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                         for _ in range(100):
                             yield bot_pb2.PlayResponse(move=answer)
                 yield bot_pb2.PlayResponse(move=answer)
+
+
+def _burn(cpu_s: float) -> None:
+    """Spin until this thread has used ``cpu_s`` seconds of CPU."""
+    start = time.thread_time()
+    while time.thread_time() - start < cpu_s:
+        pass
 
 
 def illegal_notation(turn: bot_pb2.Turn) -> str:
@@ -115,12 +132,12 @@ def illegal_notation(turn: bot_pb2.Turn) -> str:
     return f"{turn.observation.hand[0]} raise b99 14"
 
 
-async def serve(mode: str, after: int, play_events: bool) -> None:
+async def serve(mode: str, after: int, play_events: bool, turns: int = 0, ms: int = 100) -> None:
     address = os.environ["CASINO_BOT_ADDRESS"]
     if mode == "never-listen":
         await asyncio.sleep(3600)
     server = grpc.aio.server(options=[("grpc.max_send_message_length", 64 << 20)])
-    bot_pb2_grpc.add_BotServiceServicer_to_server(ScriptedBot(mode, after, play_events), server)
+    bot_pb2_grpc.add_BotServiceServicer_to_server(ScriptedBot(mode, after, play_events, turns, ms), server)
     health_servicer = health.aio.HealthServicer()
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -133,10 +150,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=MODES)
     parser.add_argument("--after", type=int, default=3)
+    parser.add_argument("--turns", type=int, default=0, help="turns MODE applies to (default: all from --after on)")
+    parser.add_argument("--ms", type=int, default=100, help="burn: ms of CPU per turn; sleep: ms of wall time")
     parser.add_argument("--play-events", action="store_true", help="ask for PlayMade events and print their count per game")
     args = parser.parse_args()
     try:
-        asyncio.run(serve(args.mode, args.after, args.play_events))
+        asyncio.run(serve(args.mode, args.after, args.play_events, args.turns, args.ms))
     except KeyboardInterrupt:
         pass
     return 0

@@ -62,3 +62,30 @@ def test_manual_clock_moves_only_when_told_and_stretches_real_waits() -> None:
     with pytest.raises(ValueError):
         clock.advance(-1)
     assert MONOTONIC.real_wait_s(0.1) == 0.1 and MONOTONIC.now() <= MONOTONIC.now()
+
+
+@pytest.mark.parametrize("cpu_limit, grace, used_ms, in_time", [
+    (0, 50, 10_000.0, True),      # no CPU limit: never a CPU timeout
+    (100, 50, 150.0, True),       # within limit + grace
+    (100, 50, 150.4, True),       # rounded to whole ms
+    (100, 50, 150.6, False),
+    (100, 0, 101.0, False),
+])
+def test_cpu_limit_is_judged_on_whole_ms_with_the_grace(cpu_limit: int, grace: int, used_ms: float,
+                                                         in_time: bool) -> None:
+    control = TimeControl(move_time_ms=1000, grace_ms=grace, cpu_time_ms=cpu_limit)
+    assert control.cpu_in_time(used_ms) is in_time
+
+
+def test_cpu_limit_travels_in_protobuf_and_is_left_out_of_settings_when_unset() -> None:
+    control = TimeControl(move_time_ms=800, cpu_time_ms=80)
+    assert TimeControl.from_pb(control.to_pb()) == control
+    assert control.to_dict()["cpu_time_ms"] == 80
+    assert "cpu_time_ms" not in TimeControl().to_dict()  # settings stored before the field stay equal
+    assert TimeControl(**TimeControl().to_dict()) == TimeControl()
+
+
+def test_cpu_limit_may_not_exceed_the_wall_move_time() -> None:
+    with pytest.raises(ValueError, match=r"cpu_time_ms \(1001\) must be at most move_time_ms \(1000\)"):
+        TimeControl(cpu_time_ms=1001)
+    assert TimeControl(cpu_time_ms=1000).cpu_time_ms == 1000

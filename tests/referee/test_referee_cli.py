@@ -23,9 +23,10 @@ GAME_LINE = re.compile(
     r"^game (?P<number>\d+) \[P0 (?P<p0>\S+), P1 (?P<p1>\S+)\]: (?P<who>\S+ wins|draw) "
     r"\((?P<reason>target_reached|condition_met|max_deals|forfeit)\) (?P<scores>\d+-\d+)$"
 )
-SUMMARY_HEADER = re.compile(r"^bot\s+games\s+W\s+D\s+L\s+forfeits\s+move ms p50\s+p99$")
+SUMMARY_HEADER = re.compile(r"^bot\s+games\s+W\s+D\s+L\s+forfeits\s+move ms p50\s+p99\s+cpu ms p50\s+p99$")
 SUMMARY_ROW = re.compile(
-    r"^(?P<name>\S+)\s+(?P<games>\d+)\s+(?P<w>\d+)\s+(?P<d>\d+)\s+(?P<l>\d+)\s+(?P<f>\d+)\s+[\d.]+\s+[\d.]+$"
+    r"^(?P<name>\S+)\s+(?P<games>\d+)\s+(?P<w>\d+)\s+(?P<d>\d+)\s+(?P<l>\d+)\s+(?P<f>\d+)\s+[\d.]+\s+[\d.]+"
+    r"\s+(?:[\d.]+\s+[\d.]+|-\s+-)$"  # the CPU columns: "-" for a bot whose CPU time was not measured (an address)
 )
 
 
@@ -182,6 +183,8 @@ def test_check_a_clean_bot_keeps_its_logs_only_in_the_logs_folder(tmp_path: Path
     assert len(re.findall(r"^  game \d ", out, re.MULTILINE)) == 4
     times = r"^  move time ms: p50 [\d.]+, p90 [\d.]+, p99 [\d.]+, max [\d.]+ over \d+ moves \(limit 1000\)$"
     assert len(re.findall(times, out, re.MULTILINE)) == 2
+    cpu = r"^  CPU time ms:  p50 [\d.]+, p90 [\d.]+, p99 [\d.]+, max [\d.]+ over \d+ moves \(no limit\)$"
+    assert len(re.findall(cpu, out, re.MULTILINE)) == 2
     assert out.rstrip().endswith("clean: every answer was a legal move in time")
     assert "NOT CLEAN" not in out and "->" not in out
     # --logs: each match's logs in a folder of its own there, named in the output; nothing in TMPDIR

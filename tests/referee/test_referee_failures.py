@@ -66,7 +66,7 @@ F = game_pb2.FailureKind
 FORFEIT = game_pb2.TERMINATION_FORFEIT
 NORMAL = game_pb2.TERMINATION_NORMAL
 BAD = 0  # the misbehaving bot's index in the match: seat 0 in game 1, seat 1 in game 2
-RECORD_KEYS = {"format", "version", "game_id", "seats", "engine", "timings_us", "failures", "result"}
+RECORD_KEYS = {"format", "version", "game_id", "seats", "engine", "timings_us", "cpu_us", "failures", "result"}
 # for bots that never start; the opponent is already running, so its handshake cannot miss 1.5 s
 QUICK_START = TimeControl(move_time_ms=300, grace_ms=50, startup_time_ms=1500)
 

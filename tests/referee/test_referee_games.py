@@ -292,9 +292,13 @@ def test_run_match_refuses_commands_unless_allowed(tmp_path: Path) -> None:
          "startup_time_ms must be at most 3600000 ms"),
         ({"bots": ["127.0.0.1:1"] * 2, "seed": 2**64 - 1, "games": 2},
          "seed must be 0 to 18446744073709551614 for 2 game(s)"),
+        ({"bots": ["127.0.0.1:1"] * 2, "time_control": game_pb2.TimeControl(cpu_time_ms=100)},
+         "a CPU-time limit needs bots the referee starts: bot 1 ('127.0.0.1:1') is an address"),
+        ({"bots": ["127.0.0.1:1"] * 2, "time_control": game_pb2.TimeControl(move_time_ms=100, cpu_time_ms=200)},
+         "cpu_time_ms (200) must be at most move_time_ms (100)"),
     ],
     ids=["too-few-bots", "five-bots", "too-many-games", "bad-deck", "bad-on-twenty", "bad-port", "move-time-huge",
-         "startup-huge", "seed-overflows"],
+         "startup-huge", "seed-overflows", "cpu-limit-for-an-address", "cpu-limit-over-move-time"],
 )
 def test_run_match_rejects_a_bad_request(tmp_path: Path, request_fields: dict, message: str) -> None:
     async def body(channel: grpc.aio.Channel):

@@ -78,3 +78,29 @@ def test_fixed_samples_decide_the_move_whatever_the_clock() -> None:
 def test_it_needs_samples_or_a_time_fraction() -> None:
     with pytest.raises(ValueError):
         LookaheadBot(0, samples=None, time_fraction=None)
+
+
+def test_a_rollout_and_the_search_stop_at_a_cpu_deadline() -> None:
+    """Under a CPU-time limit the bot also stops on its CPU clock (``time.process_time``): a CPU
+    deadline in the past stops a rollout and leaves the greedy move, whatever the wall clock."""
+    turn = a_turn()
+    state = state_from_turn(turn, random.Random(1))
+    with pytest.raises(OutOfTime):
+        rollout(state, turn.observation.side, deadline=time.monotonic() + 3600, cpu_deadline=time.process_time() - 1)
+    loose, builds = table_from_turn(turn)
+    expected = greedy_index(sdk_legal_moves(turn), loose, builds)
+    assert lookahead_index(turn, random.Random(1), cpu_deadline=time.process_time() - 1) == expected
+
+
+def test_under_a_cpu_limit_the_bot_budgets_cpu_time() -> None:
+    """With the handshake's ``cpu_time_ms`` set and a wall clock that allows an hour, a turn whose
+    CPU budget is spent (it "arrived" an hour of CPU ago) is answered greedy, without sampling."""
+    from casino.v1 import game_pb2
+
+    turn = a_turn(seed=8, plays=7)
+    bot = LookaheadBot(5)
+    bot.time_control = game_pb2.TimeControl(move_time_ms=3_600_000, cpu_time_ms=100)
+    bot.turn_started = time.monotonic()
+    bot.turn_started_cpu = time.process_time() - 3600
+    loose, builds = table_from_turn(turn)
+    assert bot.choose(turn) == greedy_index(sdk_legal_moves(turn), loose, builds)

@@ -13,9 +13,13 @@ Choice = int | str | game_pb2.Move | Move
 class CasinoBot:
     """Base class of a bot. Override ``choose``; the ``on_*`` hooks are optional.
 
-    The SDK sets ``self.options`` (engine RuleOptions) at each handshake and ``self.turn_started``
-    (``time.monotonic()`` when the turn arrived) before each ``choose``: the move limit
-    ``turn.move_time_ms`` counts from the referee's sending, so answer well within it.
+    The SDK sets ``self.options`` (engine RuleOptions) and ``self.time_control`` (the match's
+    ``casino.v1.TimeControl``) at each handshake, and before each ``choose`` ``self.turn_started``
+    (``time.monotonic()`` when the turn arrived) and ``self.turn_started_cpu``
+    (``time.process_time()`` then: this process's CPU time, all threads). The move limit
+    ``turn.move_time_ms`` counts from the referee's sending, so answer well within it; under a
+    CPU-time limit (``time_control.cpu_time_ms`` > 0) the referee counts the CPU time of the
+    bot's processes instead, with ``move_time_ms`` as a wall-clock backstop.
     """
 
     name = "python-bot"
@@ -26,7 +30,9 @@ class CasinoBot:
 
     def __init__(self) -> None:
         self.options: RuleOptions | None = None
+        self.time_control: game_pb2.TimeControl | None = None
         self.turn_started = time.monotonic()
+        self.turn_started_cpu = time.process_time()
 
     def choose(self, turn: bot_pb2.Turn) -> Choice:
         """The move for ``turn``: an index into ``turn.legal_moves``, a notation string, a

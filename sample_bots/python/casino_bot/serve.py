@@ -56,6 +56,7 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
                     bot.options = options_from_pb(hs.options)
                 except Exception:  # noqa: BLE001 (options the engine cannot use: the bot plays without them)
                     bot.options = None
+                bot.time_control = hs.time_control
                 log.info("match %s: %d game(s), %d players, %d ms/move, protocol %s", match, hs.games,
                          hs.options.players, hs.time_control.move_time_ms, hs.protocol_version)
                 yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(
@@ -63,6 +64,7 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
                     play_events=type(bot).on_play is not CasinoBot.on_play))  # events only if they are used
             elif event == "turn":
                 bot.turn_started = time.monotonic()
+                bot.turn_started_cpu = time.process_time()
                 if bot.threaded:
                     yield bot_pb2.PlayResponse(move=await asyncio.to_thread(self._decide, bot, req.turn))
                 else:

@@ -1,0 +1,198 @@
+"""How much CPU a started bot has used: the ``CpuMeter`` seam, and its ``/proc`` implementation.
+
+The referee reads a bot's meter just before it sends a Turn and just after the answer arrives;
+the difference is the move's CPU time (docs/protocol.md, "Time limits"). ``ProcTreeMeter``
+reads it from the kernel for the bot's whole process tree; a sandbox backend that puts each bot
+in a cgroup of its own implements the same protocol from the cgroup's ``cpu.stat`` (v2) or
+``cpuacct.usage`` (v1), which also counts what this one cannot see (below).
+
+What ``ProcTreeMeter`` counts, walking from the bot's process down through
+``/proc/<pid>/task/<tid>/children``, for every live process of the tree:
+
+- the process's own CPU clock (``clock_gettime`` on its process CPU clock, nanoseconds): every
+  thread, live or exited;
+- the user and system time of the children it has reaped (``cutime`` + ``cstime`` of
+  ``/proc/<pid>/stat``, in clock ticks, usually 10 ms): a short-lived child that ran and was
+  waited for between two readings is counted there.
+
+What it misses: a process that has left the tree (a double-forked daemon, re-parented to init;
+a child whose parent exited before reaping it), and a child that has exited but is not yet
+reaped when the second reading is taken (its time reaches its parent's ``cutime`` only when it
+is waited for). The bot's own threads are listed again only when their number changes, so a
+child forked by a thread that started while another ended, between two readings, is missed
+until the number changes. The tree is walked at each reading, so a child started and reaped within one
+move costs it tick-rounded time, and a reading may come out lower than the previous one when a
+child exits unreaped (a move's CPU time is never taken below zero).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Protocol
+
+# Linux encodes another process's CPU clock in the clock id (what glibc's clock_getcpuclockid
+# returns): ~pid << 3 | CPUCLOCK_SCHED (2), the scheduler's nanosecond runtime of all its threads.
+_CPUCLOCK_SCHED = 2
+_MAX_OPEN = 32  # children files a meter keeps open for the root's threads; more are opened at each reading
+_TICK_NS = 10**9 // os.sysconf("SC_CLK_TCK") if sys.platform == "linux" else 0
+
+
+class CpuMeter(Protocol):
+    """The CPU time a bot's processes have used so far, for timing its moves."""
+
+    def cpu_ns(self) -> int | None:
+        """Nanoseconds of CPU used since the bot started; None when it cannot be read (gone)."""
+        ...
+
+
+def proc_metering_problem() -> str | None:
+    """Why ``ProcTreeMeter`` cannot work on this machine (one line), or None when it can."""
+    if sys.platform != "linux":
+        return f"CPU time is measured through Linux's /proc, and this is {sys.platform}"
+    if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):
+        return "/proc/<pid>/task/<tid>/children is missing (a kernel without CONFIG_PROC_CHILDREN)"
+    try:
+        time.clock_gettime_ns(_clock_id(os.getpid()))
+    except OSError as exc:
+        return f"cannot read a process's CPU clock: {exc.strerror}"
+    return None
+
+
+class ProcTreeMeter:
+    """The CPU time of the process ``pid`` and its descendants, read from the kernel (see the
+    module docstring for what it counts and misses).
+
+    Cheap enough to read twice per move: the root's ``stat`` and each of its threads'
+    ``children`` stay open and are read again in place (a /proc file opened for one process never
+    shows another that reuses its pid), and its thread list is listed again only when its thread
+    count changes. ``close`` closes them."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._stat_fd: int | None = None
+        self._threads: list[str] = []  # the root's thread ids at the last listing
+        self._thread_count = -1  # num_threads of its stat then
+        self._children_fds: dict[str, int] = {}  # thread id -> its open children file (at most _MAX_OPEN)
+        self._closed = False
+
+    def cpu_ns(self) -> int | None:
+        if self._closed:
+            return None
+        if self._stat_fd is None:
+            try:
+                self._stat_fd = os.open(f"/proc/{self.pid}/stat", os.O_RDONLY)
+            except OSError:
+                return None
+        fields = _stat_fields(_pread(self._stat_fd))
+        total = _process_ns(self.pid, fields)
+        if total is None:
+            return None
+        pending, seen = self._root_children(fields), {self.pid}
+        while pending:
+            pid = pending.pop()
+            if pid in seen:  # only if a pid was reused mid-walk: count each once
+                continue
+            seen.add(pid)
+            ns = _process_ns(pid, _stat_fields(_read(f"/proc/{pid}/stat")))
+            if ns is not None:  # else it exited between the two reads
+                total += ns
+                pending += _children(pid)
+        return total
+
+    def close(self) -> None:
+        """Close the open /proc files; later readings give None."""
+        self._closed = True
+        for fd in [self._stat_fd, *self._children_fds.values()]:
+            if fd is not None:
+                os.close(fd)
+        self._stat_fd = None
+        self._children_fds.clear()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _root_children(self, fields: list[bytes]) -> list[int]:
+        """The root's live children, through the children file of each of its threads (``fields``:
+        of its stat, for its thread count)."""
+        count = int(fields[17]) if len(fields) > 17 else -1  # num_threads (field 20)
+        if count != self._thread_count or count < 0:
+            self._list_threads()
+            self._thread_count = count
+        found: list[int] = []
+        for tid in self._threads:
+            fd = self._children_fds.get(tid)
+            text = _pread(fd) if fd is not None else _read(f"/proc/{self.pid}/task/{tid}/children")
+            found += [int(c) for c in text.split()]
+        return found
+
+    def _list_threads(self) -> None:
+        try:
+            self._threads = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            self._threads = []
+        for tid in [t for t in self._children_fds if t not in self._threads]:
+            os.close(self._children_fds.pop(tid))  # an exited thread's file reads empty forever
+        for tid in self._threads:
+            if tid not in self._children_fds and len(self._children_fds) < _MAX_OPEN:
+                try:
+                    self._children_fds[tid] = os.open(f"/proc/{self.pid}/task/{tid}/children", os.O_RDONLY)
+                except OSError:
+                    pass  # exited since the listing
+
+
+def _clock_id(pid: int) -> int:
+    return (~pid << 3) | _CPUCLOCK_SCHED
+
+
+def _process_ns(pid: int, fields: list[bytes]) -> int | None:
+    """The process's own CPU time (all its threads) plus its reaped children's (from ``fields``
+    of its /proc/<pid>/stat); None if it is gone."""
+    try:
+        own = time.clock_gettime_ns(_clock_id(pid))
+    except OSError:
+        return None
+    try:
+        return own + (int(fields[13]) + int(fields[14])) * _TICK_NS
+    except (IndexError, ValueError):
+        return own
+
+
+def _stat_fields(stat: bytes) -> list[bytes]:
+    """The fields of a /proc/<pid>/stat after "(comm)": state (field 3) is at 0, so field n is at n - 3."""
+    return stat[stat.rfind(b")") + 2:].split()
+
+
+def _children(pid: int) -> list[int]:
+    """The live children of every thread of ``pid`` (a child's parent is the thread that forked it)."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for tid in threads:
+        found += [int(c) for c in _read(f"/proc/{pid}/task/{tid}/children").split()]
+    return found
+
+
+def _pread(fd: int) -> bytes:
+    """An open /proc file's contents, read again from the start; empty when its process is gone."""
+    try:
+        return os.pread(fd, 8192, 0)
+    except OSError:
+        return b""
+
+
+def _read(path: str) -> bytes:
+    """A small /proc file's contents; empty when it cannot be read (the process is gone)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, 8192)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
