@@ -110,8 +110,9 @@ class ProcTreeMeter:
         self._stat_fd = None
         self._children_fds.clear()
 
-    def __del__(self) -> None:
-        self.close()
+    def __del__(self) -> None:  # BotProcess.stop closes it; this is for a meter dropped without that
+        if not self._closed:
+            self.close()
 
     def _root_children(self, fields: list[bytes]) -> list[int]:
         """The root's live children, through the children file of each of its threads (``fields``:
