@@ -24,6 +24,9 @@ def test_interrupted_match_leaves_no_bot_running(sig: int) -> None:
         [sys.executable, "-m", "referee.cli", "match", "--bot", python_bot_command("hang", after=1),
          "--bot", python_bot_command("normal"), "--games", "3", "--move-time", "20000"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # as from a terminal: a suite started as a background job inherits SIGINT ignored, and
+        # Python would then never turn it into KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + START_WAIT_S
