@@ -118,14 +118,7 @@ async def play_game(
             turn_id = next(turn_ids)
             request = turn_request_bytes(game_id, turn_id, observation(state, seat, with_plays=False), moves,
                                          control.move_time_ms, clock.bank_ms, public_plays)
-            meter = slot.cpu_meter
-            cpu_start = meter.cpu_ns() if meter is not None else None
-            give_up = _cpu_watch(meter, cpu_start, control) if meter is not None and cpu_start is not None else None
-            answer, elapsed = await slot.connection.ask_move(  # type: ignore[union-attr]
-                request, turn_id, clock.deadline_s(), give_up, _cpu_poll_s(control))
-            cpu_end = meter.cpu_ns() if meter is not None and cpu_start is not None else None
-            if cpu_start is not None and cpu_end is not None:
-                cpu_us = max(0, cpu_end - cpu_start) // 1000
+            answer, elapsed, cpu_us = await _ask(slot, request, turn_id, clock, control)
         if isinstance(answer, StreamFailure):
             answer = await _crash_or_disconnect(answer, slot)
             if not moved[seat] and answer.kind in (F.FAILURE_KIND_DISCONNECT, F.FAILURE_KIND_CRASH):
@@ -139,16 +132,7 @@ async def play_game(
                 answer = why
         moved[seat] = True
         failure, move = _judge(answer, state, moves)
-        if failure is None and cpu_us is not None and not control.cpu_in_time(cpu_us / 1000):
-            # judged before the wall clock: a move that fails is not charged to the bank
-            failure = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"used {cpu_us / 1000:.0f} ms of CPU time, limit "
-                                    f"{control.cpu_time_ms} ms (answered after {elapsed * 1000:.0f} ms)", preview(answer))
-        elif failure is None and not clock.charge(elapsed * 1000):
-            failure = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"answered after {elapsed * 1000:.0f} ms, limit "
-                                    f"{control.move_time_ms + clock.bank_ms} ms", preview(answer))
-            failure = _with_cpu(failure, cpu_us, control)
-        elif failure is not None and failure.kind == F.FAILURE_KIND_TIMEOUT:
-            failure = _with_cpu(failure, cpu_us, control)
+        failure = _on_time(failure, answer, elapsed, cpu_us, clock, control)
         substituted = False
         if failure is not None:
             if failure.kind == F.FAILURE_KIND_TIMEOUT:
@@ -172,12 +156,9 @@ async def play_game(
             emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
                 game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
                 elapsed_us=int(elapsed * 1e6), substituted=substituted, cpu_us=cpu_us)))
-        listeners = [other for other in seats if other.play_events and other.ready]
-        if listeners:
-            made = bot_pb2.PlayRequest(play_made=bot_pb2.PlayMade(
-                game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number, substituted=substituted))
-            for other in listeners:
-                await other.connection.send(made, send_s)  # type: ignore[union-attr]
+        made = bot_pb2.PlayMade(game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
+                                substituted=substituted)
+        await _tell_listeners(seats, made, send_s)
 
     if forfeiting:
         result = forfeit_result(game_id, options, state.scores, forfeiting, state.deal + 1, failures)
@@ -199,6 +180,50 @@ async def play_game(
     )
     return GameReport(game_id, number, seat_bots, result, record)
 
+
+
+async def _ask(slot: BotSlot, request: bytes, turn_id: int, clock: GameClock,
+               control: TimeControl) -> tuple[bot_pb2.MoveChoice | StreamFailure, float, int | None]:
+    """Send one Turn and wait for the answer: (the answer or why there is none, the seconds it
+    took, the CPU time in µs the bot's processes used meanwhile, None when not measured). Under a
+    CPU-time limit the wait also ends as soon as the bot is over it."""
+    meter = slot.cpu_meter
+    cpu_start = meter.cpu_ns() if meter is not None else None
+    give_up = _cpu_watch(meter, cpu_start, control) if meter is not None and cpu_start is not None else None
+    answer, elapsed = await slot.connection.ask_move(  # type: ignore[union-attr]
+        request, turn_id, clock.deadline_s(), give_up, _cpu_poll_s(control))
+    cpu_us = None
+    if meter is not None and cpu_start is not None:
+        cpu_end = meter.cpu_ns()
+        if cpu_end is not None:
+            cpu_us = max(0, cpu_end - cpu_start) // 1000
+    return answer, elapsed, cpu_us
+
+
+def _on_time(failure: StreamFailure | None, answer: bot_pb2.MoveChoice | StreamFailure, elapsed: float,
+             cpu_us: int | None, clock: GameClock, control: TimeControl) -> StreamFailure | None:
+    """The verdict on a move's time, after its legality: a legal answer over the CPU limit (judged
+    first, so a move that fails is not charged to the bank) or over the wall clock is a timeout;
+    a timeout's reason says the CPU it used."""
+    if failure is None and cpu_us is not None and not control.cpu_in_time(cpu_us / 1000):
+        return StreamFailure(F.FAILURE_KIND_TIMEOUT, f"used {cpu_us / 1000:.0f} ms of CPU time, limit "
+                             f"{control.cpu_time_ms} ms (answered after {elapsed * 1000:.0f} ms)", preview(answer))
+    if failure is None and not clock.charge(elapsed * 1000):
+        late = StreamFailure(F.FAILURE_KIND_TIMEOUT, f"answered after {elapsed * 1000:.0f} ms, limit "
+                             f"{control.move_time_ms + clock.bank_ms} ms", preview(answer))
+        return _with_cpu(late, cpu_us, control)
+    if failure is not None and failure.kind == F.FAILURE_KIND_TIMEOUT:
+        return _with_cpu(failure, cpu_us, control)
+    return failure
+
+
+async def _tell_listeners(seats: Sequence[BotSlot], made: bot_pb2.PlayMade, send_s: float) -> None:
+    """A PlayMade to every ready bot that asked for them in its Hello."""
+    listeners = [slot for slot in seats if slot.play_events and slot.ready]
+    if listeners:
+        request = bot_pb2.PlayRequest(play_made=made)
+        for slot in listeners:
+            await slot.connection.send(request, send_s)  # type: ignore[union-attr]
 
 def _cpu_poll_s(control: TimeControl) -> float:
     """How often a bot's CPU time is read while it thinks under a CPU limit: a tenth of the
