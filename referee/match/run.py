@@ -18,20 +18,22 @@ from pathlib import Path
 
 from casino.v1 import referee_pb2
 
-from ..bots.launcher import LOCAL_LAUNCHER, Launcher
+from ..bots.launcher import Launcher
 from ..bots.slot import BotSlot
 from ..clock import MONOTONIC, Clock
+from ..sandbox import default_launcher
 from .game import Emit, discard_event, play_game
 from .report import MatchReport
 from .spec import MatchSpec
 
 
 async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MONOTONIC,
-                    launcher: Launcher = LOCAL_LAUNCHER) -> MatchReport:
+                    launcher: Launcher | None = None) -> MatchReport:
     """Play every game of ``spec``; bots are stopped on every path, errors and cancellation included.
     ``clock`` times every start-up and answer (tests drive a ManualClock); ``launcher`` starts the
-    bots' processes."""
+    bots' processes (default: the sandbox with its default settings, referee/sandbox/)."""
     emit = emit or discard_event
+    launcher = launcher or default_launcher()
     match_id = spec.match_id or uuid.uuid4().hex[:12]
     logs_dir = spec.logs_dir / match_id if spec.logs_dir else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
     logs_dir.mkdir(parents=True, exist_ok=True)
