@@ -63,18 +63,24 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
     for name, value in plan.env:
         args += ["--setenv", name, value]
 
+    # Folders inside host mounts exist; anything else (on the sandbox's own root, or on its
+    # private /tmp, which a bot folder may be below) is made, readable by the bot (0755).
     mounted = [path for path, _ in plan.system]
-    for path, link in plan.system:
-        args += ["--symlink", link, path] if link is not None else ["--ro-bind", path, path]
-    made: list[str] = []  # folders created inside, each readable by the bot (0755)
+    empty = ["/tmp", "/dev/shm"]  # tmpfs mounts: they exist, what is below them does not
+    made: list[str] = []
+
+    def exists(folder: str) -> bool:
+        below_empty = any(folder.startswith(e + "/") for e in empty)
+        return folder in made or folder in empty or (_visible(folder, mounted) and not below_empty)
 
     def make(folder: str) -> None:
-        nonlocal args
         for parent in [*_parents(folder), folder]:
-            if parent not in made and not _visible(parent, mounted):
-                args += ["--perms", "0755", "--dir", parent]
+            if not exists(parent):
+                args.extend(["--perms", "0755", "--dir", parent])
                 made.append(parent)
 
+    for path, link in plan.system:
+        args += ["--symlink", link, path] if link is not None else ["--ro-bind", path, path]
     if plan.etc:
         make("/etc")
         for entry in plan.etc:
@@ -83,17 +89,15 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
     args += ["--proc", "/proc", "--dev", "/dev"]
     args += ["--perms", "1777", "--size", str(plan.tmp_bytes), "--tmpfs", "/tmp"]
     args += ["--perms", "1777", "--size", str(plan.tmp_bytes), "--tmpfs", "/dev/shm"]
-    mounted += ["/proc", "/dev", "/tmp"]
+    mounted += ["/proc", "/dev"]
     for path in plan.read_only:
-        for parent in _parents(path):
-            make(parent)
+        make(os.path.dirname(path))
         args += ["--ro-bind", path, path]
         mounted.append(path)
     make(os.path.dirname(SOCKET_MOUNT))
     args += ["--bind", plan.socket_folder, SOCKET_MOUNT]
     mounted.append(SOCKET_MOUNT)
-    if not _visible(plan.cwd, mounted):
-        make(plan.cwd)  # an empty folder: its relative paths still reach the visible ones below it
+    make(plan.cwd)  # when not shown: an empty folder; its relative paths still reach the shown ones below it
     args += ["--chdir", plan.cwd, "--", *plan.command]
     return args
 

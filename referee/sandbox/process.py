@@ -9,6 +9,7 @@ import contextlib
 import os
 import shlex
 import signal
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,7 @@ class SandboxedProcess(BotProcess):
         if view.bot_folder == "/":
             raise PermissionError("the bot's folder would be / (all of the host): give it a folder of its own (cwd)")
         if machine.as_root:
+            _check_readable_by_others(view)
             self.uid = take_uid(settings.uid_first, settings.uid_count)
         if machine.cgroups is not None:
             self.cgroup = machine.cgroups.new_group(self.log_path.stem)
@@ -170,6 +172,20 @@ class SandboxedProcess(BotProcess):
 
     def described_command(self) -> str:
         return shlex.join(self.view.argv) if self.view else shlex.join(self.endpoint.command)
+
+
+def _check_readable_by_others(view: BotView) -> None:
+    """A bot with a uid of its own reads its folder and runtime as "others" do: PermissionError
+    naming the first path it could not read (a private folder, e.g. one made by mktemp)."""
+    for path in view.read_only:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            raise PermissionError(f"cannot show {path} to the bot: {exc.strerror}") from None
+        need = (stat.S_IROTH | stat.S_IXOTH) if stat.S_ISDIR(mode) else stat.S_IROTH
+        if mode & need != need:
+            raise PermissionError(f"{path} is not readable by the bot's own uid (mode {stat.S_IMODE(mode):04o}): "
+                                  f"chmod o+r{'x' if stat.S_ISDIR(mode) else ''} it")
 
 
 async def _kill_uid(uid: int, rounds: int = 100) -> None:

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,13 @@ def commands(block: str) -> list[str]:
 def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) -> None:
     (bot,) = blocks("python")
     (tmp_path / "my_bot.py").write_text(bot, encoding="utf-8")
+    # the page's bot sits next to the SDK, and a sandboxed bot sees only its own folder (and its
+    # interpreter's): the SDK goes next to the bot here too
+    for sdk in (ROOT / "sample_bots" / "python").glob("casino_bot*"):
+        if sdk.is_dir():
+            shutil.copytree(sdk, tmp_path / sdk.name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(sdk, tmp_path / sdk.name)
     (toml,) = blocks("toml")
     records = tmp_path / "rec"
     python = shlex.quote(sys.executable)
@@ -42,7 +50,7 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
         return re.sub("|".join(map(re.escape, moved)), lambda m: moved[m.group(0)], text)  # one pass
 
     (tmp_path / "my-cup.toml").write_text(local(toml), encoding="utf-8")
-    # the page's bot sits next to the SDK; here the SDK is found on the path instead
+    # (the referee's own environment; a sandboxed bot gets none of it)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "sample_bots" / "python")])}
     outputs: dict[str, str] = {}
     for line in (command for block in blocks("sh") for command in commands(block)):
