@@ -13,6 +13,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from referee.sandbox import make_launcher
+
 from .config import TournamentConfig
 from .console import PROG
 from .executor import InProcessExecutor
@@ -57,7 +59,7 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
         counts = store.counts(tid)
         total = sum(counts.values())
         settled = counts["done"] + counts["failed"]
-        executor = InProcessExecutor(logs_dir_for(config))
+        executor = InProcessExecutor(logs_dir_for(config), make_launcher(config.sandbox))
         progress = _progress()
         bar = progress.add_task(config.name, total=total, completed=settled, rate=0.0)
         started, played = time.monotonic(), 0

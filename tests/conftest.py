@@ -119,11 +119,12 @@ def bot_processes(patterns: tuple[str, ...] = BOT_PATTERNS, *, any_session: bool
     return found
 
 
-def assert_no_bot_processes(exclude: set[int] = frozenset(), wait_s: float = 0.5) -> None:  # type: ignore[assignment]
+def assert_no_bot_processes(exclude: set[int] = frozenset(), wait_s: float = 0.5,  # type: ignore[assignment]
+                            patterns: tuple[str, ...] = BOT_PATTERNS) -> None:
     """No bot process of this session is alive (other than ``exclude``), polling up to ``wait_s``."""
     deadline = time.monotonic() + wait_s
     while True:
-        left = [p for p in bot_processes() if p[0] not in exclude]
+        left = [p for p in bot_processes(patterns) if p[0] not in exclude]
         if not left or time.monotonic() >= deadline:
             break
         time.sleep(0.05)

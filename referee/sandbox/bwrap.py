@@ -75,7 +75,7 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
 
     def make(folder: str) -> None:
         for parent in [*_parents(folder), folder]:
-            if not exists(parent):
+            if parent != "/" and not exists(parent):
                 args.extend(["--perms", "0755", "--dir", parent])
                 made.append(parent)
 

@@ -14,9 +14,8 @@ from pathlib import Path
 from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import BotProcess, Launcher, LocalLauncher
 from ..errors import UsageError
-from .cgroups import BotCgroup
 from .machine import Machine, probe
-from .process import SandboxedProcess
+from .process import SandboxedProcess, limit_lines
 from .settings import SandboxSettings
 from .view import bot_view, etc_entries, system_entries
 
@@ -46,7 +45,7 @@ class SandboxLauncher:
         self.notes: list[tuple[str, str]] = []  # (log file, what was limited) of the bots it started
 
     async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path) -> BotProcess:
-        process = SandboxedProcess(endpoint, address, log_path, self)
+        process = SandboxedProcess(endpoint, address, log_path, self.settings, self.mode, self.machine, self.note)
         try:
             await process.start()
         except BaseException:
@@ -58,20 +57,9 @@ class SandboxLauncher:
         if len(self.notes) < MAX_NOTES:
             self.notes.append((log_name, line))
 
-    def limit_lines(self, cgroup: BotCgroup | None = None) -> list[str]:
+    def limit_lines(self) -> list[str]:
         """Each limit with how it is enforced here ("memory 512 MiB (cgroup)")."""
-        s, how = self.settings, (cgroup.limited if cgroup else self.cgroup_limits())
-        cpu = (f"CPU {s.cpus:g} core(s) (cgroup)" if "cpus" in how
-               else "CPU not limited (no cpu cgroup)")
-        return [
-            f"memory {s.memory_mib} MiB ({'cgroup' if 'memory' in how else 'RLIMIT_DATA, per process'})",
-            f"processes {s.processes} ({'cgroup' if 'processes' in how else 'RLIMIT_NPROC of its uid'})",
-            cpu,
-            f"open files {s.open_files} (RLIMIT_NOFILE)",
-            f"file size {s.file_size_mib} MiB (RLIMIT_FSIZE)",
-            *([f"/tmp and /dev/shm {s.tmp_mib} MiB each (tmpfs)"] if self.mode == "bwrap" else []),
-            f"log {s.log_cap_mib:g} MiB",
-        ]
+        return limit_lines(self.settings, self.mode, self.cgroup_limits())
 
     def cgroup_limits(self) -> dict[str, str]:
         """Which limits a bot's cgroup would hold here."""
@@ -102,10 +90,12 @@ class SandboxLauncher:
             lines.append("read-only: system " + " ".join(system))
             if view.bot_folder:
                 lines.append(f"read-only: its folder {view.bot_folder}")
-            for path in view.runtime:
-                lines.append(f"read-only: its runtime {path}")
-            for path in view.extra:
-                lines.append(f"read-only: extra {path}")
+            for path in view.read_only:
+                if path != view.bot_folder and path in view.runtime:
+                    lines.append(f"read-only: its runtime {path}")
+            for path in view.read_only:
+                if path in view.extra and path not in view.runtime:
+                    lines.append(f"read-only: extra {path}")
             lines.append("writable: its socket folder, /tmp and /dev/shm (private)")
         return lines
 
@@ -117,7 +107,7 @@ def _user() -> str:
         return str(os.getuid())
 
 
-def _missing_cgroups(machine: Machine, mode: str) -> str:
+def _missing_cgroups(machine: Machine) -> str:
     """What the rlimits stand in for, when cgroups (or some controllers) are missing."""
     if machine.cgroups is None:
         return f"no cgroups ({machine.cgroup_problem}): memory and processes limited by rlimits, CPU not limited"
@@ -154,7 +144,7 @@ def make_launcher(settings: SandboxSettings, machine: Machine | None = None,
                          "(no namespaces: they see the host's files and network)")
     if mode == "limits" and not machine.as_root:
         notes.append(f"mode \"limits\" without root: bots run as {_user()}, not a uid of their own")
-    cgroups = _missing_cgroups(machine, mode)
+    cgroups = _missing_cgroups(machine)
     if cgroups:
         notes.append(cgroups)
     if notes:

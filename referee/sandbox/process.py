@@ -11,30 +11,46 @@ import shlex
 import signal
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import ADDRESS_ENV, BotProcess
 from .bwrap import SOCKET_MOUNT, BwrapPlan, bwrap_argv, prlimit_argv, setpriv_argv
 from .cgroups import BotCgroup, join_command
-from .settings import MIB, pass_env_from_environment
+from .machine import Machine
+from .settings import MIB, SandboxSettings, pass_env_from_environment
 from .uids import UidLease, take_uid
 from .view import DEFAULT_PATH, BotView, bot_view, etc_entries, system_entries
-
-if TYPE_CHECKING:
-    from .launcher import SandboxLauncher
 
 HOME_INSIDE = "/tmp"
 
 
-class SandboxedProcess(BotProcess):
-    """A bot started by a ``SandboxLauncher`` in its mode ("bwrap" or "limits")."""
+def limit_lines(settings: SandboxSettings, mode: str, limited: dict[str, str]) -> list[str]:
+    """Each limit with how it is enforced ("memory 512 MiB (cgroup)"); ``limited``: the limits a
+    cgroup holds."""
+    s = settings
+    return [
+        f"memory {s.memory_mib} MiB ({'cgroup' if 'memory' in limited else 'RLIMIT_DATA, per process'})",
+        f"processes {s.processes} ({'cgroup' if 'processes' in limited else 'RLIMIT_NPROC of its uid'})",
+        f"CPU {s.cpus:g} core(s) (cgroup)" if "cpus" in limited else "CPU not limited (no cpu cgroup)",
+        f"open files {s.open_files} (RLIMIT_NOFILE)",
+        f"file size {s.file_size_mib} MiB (RLIMIT_FSIZE)",
+        *([f"/tmp and /dev/shm {s.tmp_mib} MiB each (tmpfs)"] if mode == "bwrap" else []),
+        f"log {s.log_cap_mib:g} MiB",
+    ]
 
-    def __init__(self, endpoint: BotEndpoint, address: str, log_path: Path, launcher: "SandboxLauncher") -> None:
-        super().__init__(endpoint, address, log_path, launcher.settings.log_cap_bytes)
-        self.launcher = launcher
-        self.settings = launcher.settings
-        self.mode = launcher.mode
+
+class SandboxedProcess(BotProcess):
+    """A bot started by a ``SandboxLauncher`` in its mode ("bwrap" or "limits"); ``note`` hears
+    each limit it reached, once it has stopped."""
+
+    def __init__(self, endpoint: BotEndpoint, address: str, log_path: Path, settings: SandboxSettings, mode: str,
+                 machine: Machine, note: Callable[[str, str], None]) -> None:
+        super().__init__(endpoint, address, log_path, settings.log_cap_bytes)
+        self.settings = settings
+        self.mode = mode
+        self.machine = machine
+        self.note = note
         self.uid: UidLease | None = None
         self.cgroup: BotCgroup | None = None
         self.rlimits: dict[str, int] = {}
@@ -50,7 +66,7 @@ class SandboxedProcess(BotProcess):
             raise
 
     def _command(self) -> tuple[list[str], dict[str, str], str | None]:
-        machine, settings, tools = self.launcher.machine, self.settings, self.launcher.machine.tools
+        machine, settings, tools = self.machine, self.settings, self.machine.tools
         view = self.view = bot_view(self.endpoint, settings.read_only, os.environ)
         if view.bot_folder == "/":
             raise PermissionError("the bot's folder would be / (all of the host): give it a folder of its own (cwd)")
@@ -104,7 +120,7 @@ class SandboxedProcess(BotProcess):
         parts = [f"sandbox {self.mode}"]
         if self.uid is not None:
             parts.append(f"uid {self.uid.uid}")
-        parts += self.launcher.limit_lines(self.cgroup)
+        parts += limit_lines(self.settings, self.mode, self.cgroup.limited if self.cgroup else {})
         return f"{super().header()} ({'; '.join(parts)})"
 
     # --- its end --------------------------------------------------------------------------
@@ -163,7 +179,7 @@ class SandboxedProcess(BotProcess):
         finally:
             self._release()
             for line in self.limits_reached():
-                self.launcher.note(self.log_path.name, line)
+                self.note(self.log_path.name, line)
 
     def _release(self) -> None:
         if self.uid is not None:

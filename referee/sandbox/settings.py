@@ -55,6 +55,10 @@ def pass_env_from_environment() -> tuple[str, ...]:
     return tuple(name for name in (part.strip() for part in text.split(",")) if _ENV_NAME.fullmatch(name))
 
 
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
 @dataclass(frozen=True)
 class SandboxSettings:
     """How every bot process is confined (docs/sandbox.md). ``mode``: "auto" (bubblewrap where it
@@ -93,7 +97,7 @@ class SandboxSettings:
                 ok = number and isinstance(value, int) and low <= value <= high
             if not ok:
                 kind = "a number" if name in ("cpus", "log_cap_mib") else "a whole number"
-                errors.append(f"sandbox {name} must be {kind} from {low:g} to {high:g}, not {value!r}")
+                errors.append(f"sandbox {name} must be {kind} from {_number(low)} to {_number(high)}, not {value!r}")
         if not isinstance(self.read_only, tuple) or not all(isinstance(p, str) for p in self.read_only):
             errors.append("sandbox read_only must be a list of paths")
         else:

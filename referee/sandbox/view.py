@@ -112,7 +112,7 @@ def venv_sources(venv: str) -> list[str]:
     """The folders a virtual environment's packages point to outside it: directories named in its
     ``.pth`` files and the package folders of setuptools' editable finders (``MAPPING``)."""
     found: list[str] = []
-    sites = sorted(Path(venv).glob("lib*/python3*/site-packages"))
+    sites = sorted({p.resolve() for p in Path(venv).glob("lib*/python3*/site-packages")})  # lib64 -> lib
     files = [f for site in sites for f in sorted(site.iterdir())
              if f.suffix == ".pth" or (f.name.startswith("__editable__") and f.name.endswith("_finder.py"))]
     for file in files[:_MAX_SITE_FILES]:
@@ -129,7 +129,7 @@ def venv_sources(venv: str) -> list[str]:
                         found.append(path)
         else:
             found += [p for p in _editable_mapping(text) if os.path.isdir(p)]
-    return [p for p in found if not inside(p, venv)]
+    return [p for i, p in enumerate(found) if not inside(p, venv) and p not in found[:i]]
 
 
 def _editable_mapping(source: str) -> list[str]:

@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
 
 from ..bots.endpoint import BotEndpoint
+from ..bots.launcher import Launcher
 from ..clock import TimeControl
 from ..errors import EndpointError, ListenError
 from ..match.run import run_match
@@ -48,9 +49,10 @@ _POLICIES = {
 class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
     """Thin servicer over ``run_match``; records are kept as JSON files under ``records_dir``."""
 
-    def __init__(self, records_dir: Path, allow_commands: bool = False) -> None:
+    def __init__(self, records_dir: Path, allow_commands: bool = False, launcher: Launcher | None = None) -> None:
         self.records_dir = records_dir
         self.allow_commands = allow_commands
+        self.launcher = launcher  # starts the bots clients name by command (None: the default sandbox)
 
     def _spec(self, request: referee_pb2.RunMatchRequest) -> MatchSpec:
         bots = []
@@ -89,7 +91,7 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             return
         events: asyncio.Queue[referee_pb2.RunMatchResponse | None] = asyncio.Queue()
-        task = asyncio.create_task(run_match(spec, events.put_nowait))
+        task = asyncio.create_task(run_match(spec, events.put_nowait, launcher=self.launcher))
         task.add_done_callback(lambda _: events.put_nowait(None))
         over = False  # the match ended and its outcome was taken here
         try:
@@ -144,10 +146,11 @@ def _log_unheard_error(task: asyncio.Task[object]) -> None:
         log.warning("a match whose client went away failed: %s: %s", type(exc).__name__, exc)
 
 
-async def start_server(listen: str, records_dir: Path, allow_commands: bool = False) -> tuple[grpc.aio.Server, int]:
+async def start_server(listen: str, records_dir: Path, allow_commands: bool = False,
+                       launcher: Launcher | None = None) -> tuple[grpc.aio.Server, int]:
     """Start the service with health and reflection; returns the server and the bound port."""
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])  # a port in use is an error, not shared
-    referee_pb2_grpc.add_RefereeServiceServicer_to_server(RefereeService(records_dir, allow_commands), server)
+    referee_pb2_grpc.add_RefereeServiceServicer_to_server(RefereeService(records_dir, allow_commands, launcher), server)
     checker = health.aio.HealthServicer()
     for name in ("", "casino.v1.RefereeService"):
         await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -201,11 +204,12 @@ def _why_not_bound(core_log: list[str]) -> str:
     return " ".join(lines[-1].split("] ", 1)[1].split())
 
 
-async def serve(listen: str, records_dir: Path | None = None, allow_commands: bool = False) -> None:
+async def serve(listen: str, records_dir: Path | None = None, allow_commands: bool = False,
+                launcher: Launcher | None = None) -> None:
     """Serve until SIGINT/SIGTERM, then stop gracefully (running matches get 5 s)."""
     records = records_dir or Path(tempfile.mkdtemp(prefix="casino-records-"))
     records.mkdir(parents=True, exist_ok=True)
-    server, port = await start_server(listen, records, allow_commands)
+    server, port = await start_server(listen, records, allow_commands, launcher)
     print(f"referee listening on {listen} (port {port}); records in {records}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
