@@ -122,6 +122,11 @@ class BotProcess:
                 return f"killed by signal {sig}"
         return f"exited with status {code}"
 
+    def terminate(self) -> None:
+        """Ask the bot to end (SIGTERM to its process group): the first step of ``stop``."""
+        if self.process is not None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+
     async def cleanup(self) -> None:
         """After the process group is gone: what else the bot leaves (nothing, here)."""
 
@@ -143,7 +148,7 @@ class BotProcess:
         pgid = proc.pid
         try:
             if proc.returncode is None:
-                _signal_group(pgid, signal.SIGTERM)
+                self.terminate()
                 try:
                     await asyncio.wait_for(proc.wait(), STOP_WAIT_S)
                 except asyncio.TimeoutError:

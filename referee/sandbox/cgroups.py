@@ -287,22 +287,25 @@ def find_tree() -> tuple[CgroupTree | None, str]:
                 missing = [c for c in CONTROLLERS if c not in wanted]
                 return _registered(tree), f"cgroup v2 has no {', '.join(missing)} controller" if missing else ""
     bases: dict[str, Path] = {}
-    why: list[str] = []
+    absent: list[str] = []  # controllers not mounted here
+    refused: list[str] = []  # folders where this process may not make groups
     for controller in (*CONTROLLERS, "cpuacct"):
         mount = next(((m, r) for m, r, kind, opts in mounts if kind == "cgroup" and controller in opts), None)
         if mount is None or controller not in own:
-            why.append(f"no {controller} controller")
+            absent.append(controller)
             continue
         base = _under(mount[0], mount[1], own[controller])
         if base is None or not _usable(base):
-            why.append(f"cannot make groups in {base or mount[0]}")
+            refused.append(str(base or mount[0]))
             continue
         _clean_stale(base)
         bases[controller] = base / name
+    absent = [c for c in absent if c in CONTROLLERS]
+    why = "; ".join([*([f"no {', '.join(absent)} controller"] if absent else []),
+                     *([f"may not make groups in {', '.join(refused)}"] if refused else [])])
     if not any(c in bases for c in CONTROLLERS):
-        return None, "; ".join(why) or "no cgroup controllers"
-    missing = [w for w in why if "cpuacct" not in w]
-    return _registered(CgroupTree(1, bases)), "; ".join(missing)
+        return None, why or "no cgroup controllers"
+    return _registered(CgroupTree(1, bases)), "" if all(c in bases for c in CONTROLLERS) else why
 
 
 def _registered(tree: CgroupTree) -> CgroupTree:

@@ -88,8 +88,10 @@ class SandboxLauncher:
                 return [*lines, f"cannot start it: {exc}"]
             system = [path for path, _ in system_entries()] + ["/etc (" + str(len(etc_entries())) + " entries)"]
             lines.append("read-only: system " + " ".join(system))
-            if view.bot_folder:
+            if view.bot_folder and view.bot_folder in view.read_only:
                 lines.append(f"read-only: its folder {view.bot_folder}")
+            else:
+                lines.append("read-only: no folder of its own (give it a cwd, or run a script of its folder)")
             for path in view.read_only:
                 if path != view.bot_folder and path in view.runtime:
                     lines.append(f"read-only: its runtime {path}")

@@ -20,7 +20,7 @@ from .cgroups import BotCgroup, join_command
 from .machine import Machine
 from .settings import MIB, SandboxSettings, pass_env_from_environment
 from .uids import UidLease, take_uid
-from .view import DEFAULT_PATH, BotView, bot_view, etc_entries, system_entries
+from .view import DEFAULT_PATH, BotView, bot_view, etc_entries, inside, system_entries
 
 HOME_INSIDE = "/tmp"
 
@@ -68,8 +68,8 @@ class SandboxedProcess(BotProcess):
     def _command(self) -> tuple[list[str], dict[str, str], str | None]:
         machine, settings, tools = self.machine, self.settings, self.machine.tools
         view = self.view = bot_view(self.endpoint, settings.read_only, os.environ)
-        if view.bot_folder == "/":
-            raise PermissionError("the bot's folder would be / (all of the host): give it a folder of its own (cwd)")
+        socket_folder = Path(self.address.removeprefix("unix:")).parent
+        _check_own_folder(view, self.log_path, socket_folder)
         if machine.as_root:
             _check_readable_by_others(view)
             self.uid = take_uid(settings.uid_first, settings.uid_count)
@@ -83,7 +83,6 @@ class SandboxedProcess(BotProcess):
         if "memory" not in limited:
             self.rlimits["data"] = settings.memory_mib * MIB  # per process: heap and private mappings
 
-        socket_folder = Path(self.address.removeprefix("unix:")).parent
         uid = self.uid.uid if self.uid else os.getuid()
         if self.uid is not None:
             os.chown(socket_folder, uid, uid)
@@ -124,6 +123,19 @@ class SandboxedProcess(BotProcess):
         return f"{super().header()} ({'; '.join(parts)})"
 
     # --- its end --------------------------------------------------------------------------
+
+    def terminate(self) -> None:
+        """SIGTERM to the bot itself: in "bwrap" its processes are below bubblewrap's (which would
+        die of a SIGTERM and take the bot with it by SIGKILL), so they are signalled one by one:
+        every process of its cgroup, or below bubblewrap's, except bubblewrap's own."""
+        if self.mode != "bwrap" or self.process is None:
+            super().terminate()
+            return
+        outer = self.process.pid
+        inside = (self.cgroup.pids() if self.cgroup is not None else _descendants(outer)) - {outer}
+        for pid in inside:  # bubblewrap's init among them ignores it: it is its namespace's pid 1
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
 
     def returncode_signal(self, code: int) -> int | None:
         if code < 0:
@@ -188,6 +200,33 @@ class SandboxedProcess(BotProcess):
 
     def described_command(self) -> str:
         return shlex.join(self.view.argv) if self.view else shlex.join(self.endpoint.command)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid``, from /proc/<pid>/task/<tid>/children (empty where the kernel
+    does not keep those lists)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo and len(found) < 100_000:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                for child in task.read_text().split():
+                    if int(child) not in found:
+                        found.add(int(child))
+                        todo.append(int(child))
+    return found
+
+
+def _check_own_folder(view: BotView, log_path: Path, socket_folder: Path) -> None:
+    """PermissionError when a path shown to the bot holds the referee's logs or its sockets (its
+    folder would be a tournament's, with the database and every bot's log next to it), or is /."""
+    for path in view.read_only:
+        if path == "/":
+            raise PermissionError("the bot's folder would be / (all of the host): give it a folder of its own")
+        for what, inner in (("the referee's logs", log_path.parent), ("the bots' sockets", socket_folder.parent)):
+            if any(inside(form, path) for form in (os.path.abspath(inner), str(inner.resolve()))):
+                raise PermissionError(f"{path} holds {what} ({inner}): give the bot a folder of its own "
+                                      "(cwd), not one with the tournament's files")
 
 
 def _check_readable_by_others(view: BotView) -> None:
