@@ -220,9 +220,9 @@ def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, li
             print(f"  {path.name}, {title}:")
             print("\n".join(f"    | {line}" for line in log_tail(path)) or "    (empty)")
     if isinstance(launcher, SandboxLauncher):
-        print("\nlimits reached: " + ("none" if not limited else f"{len(limited)}"))
-        for line in limited:
-            print(f"  {line}")
+        print("\nlimits reached: " + ("none" if not limited else f"{len(limited)} time(s)"))
+        for line, count in Counter(limited).most_common():
+            print(f"  {count} x {line}")
     if problems:
         print(f"\nNOT CLEAN: {len(problems)} failure(s):")
         for kind, count in Counter(problems).most_common():

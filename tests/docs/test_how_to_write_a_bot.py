@@ -30,14 +30,16 @@ def commands(block: str) -> list[str]:
 
 def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) -> None:
     (bot,) = blocks("python")
-    (tmp_path / "my_bot.py").write_text(bot, encoding="utf-8")
-    # the page's bot sits next to the SDK, and a sandboxed bot sees only its own folder (and its
-    # interpreter's): the SDK goes next to the bot here too
+    # as on the page: the bot in a folder of its own next to the SDK (a sandboxed bot sees only its
+    # folder and its interpreter's), the tournament file and its logs and database one folder up
+    bots = tmp_path / "bots"
+    bots.mkdir(mode=0o755)
+    (bots / "my_bot.py").write_text(bot, encoding="utf-8")
     for sdk in (ROOT / "sample_bots" / "python").glob("casino_bot*"):
         if sdk.is_dir():
-            shutil.copytree(sdk, tmp_path / sdk.name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(sdk, bots / sdk.name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
-            shutil.copy2(sdk, tmp_path / sdk.name)
+            shutil.copy2(sdk, bots / sdk.name)
     (toml,) = blocks("toml")
     records = tmp_path / "rec"
     python = shlex.quote(sys.executable)
@@ -45,7 +47,7 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
     def local(text: str) -> str:
         """The page's paths, as this test runs them."""
         moved = {".venv/bin/referee": f"{python} -m referee.cli", ".venv/bin/arena": f"{python} -m arena.cli",
-                 ".venv/bin/python": python, BOT_PATH: str(tmp_path / "my_bot.py"),
+                 ".venv/bin/python": python, BOT_PATH: str(bots / "my_bot.py"),
                  "my-cup.toml": str(tmp_path / "my-cup.toml"), " rec/": f" {records}/"}
         return re.sub("|".join(map(re.escape, moved)), lambda m: moved[m.group(0)], text)  # one pass
 
