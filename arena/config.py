@@ -8,6 +8,7 @@ text in a message (names, values, paths) is escaped (arena.errors.quoted), so a 
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -29,6 +30,7 @@ from referee.clock import MAX_TIME_MS, TimeControl
 from referee.errors import EndpointError
 from referee.match.spec import FailurePolicy, GameSettings
 from referee.rules import Condition, InvalidOptionError, RuleOptions
+from referee.sandbox import SandboxSettings, SandboxSettingsError
 
 from .errors import ArenaError, one_line, quoted, shown
 
@@ -39,7 +41,7 @@ POLICY_CHOICES = tuple(p.value for p in FailurePolicy)
 
 # The keys each part of the file may hold; "" is the top level.
 TOP_KEYS = ("name", "players", "games_per_pairing", "duplicate", "concurrency", "seed", "database",
-            "rules", "time", "failures", "bots", "ladder")
+            "rules", "time", "failures", "bots", "ladder", "sandbox")
 SECTION_KEYS = {
     "": TOP_KEYS,
     "[rules]": ("on_twenty", "max_deals"),
@@ -47,6 +49,7 @@ SECTION_KEYS = {
     "[failures]": ("policy", "max_strikes"),
     "[[bots]]": ("name", "command", "address", "cwd", "env"),
     "[ladder]": ("interval", "cron", "pairings_per_bot", "sets_per_pairing"),
+    "[sandbox]": SandboxSettings.keys(),
 }
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -107,6 +110,7 @@ class TournamentConfig:
     seed: int
     database: str
     ladder: LadderConfig | None
+    sandbox: SandboxSettings = dataclasses.field(default_factory=SandboxSettings)  # how its bots are confined
 
     @property
     def game_settings(self) -> GameSettings:
@@ -188,12 +192,13 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
     bots = _bots(top, path.parent, players, check_programs)
     _check_cpu_limit(top, time_control, bots)
     ladder = _ladder(top.table("ladder")) if "ladder" in data else None
+    sandbox = _sandbox(top.table("sandbox"), path.parent)
     if problems:
         raise ConfigError(*problems)
     return TournamentConfig(
         path=path, name=name, players=players, bots=bots, games_per_pairing=games_per_pairing,
         duplicate=duplicate, rules=rules, time_control=time_control, policy=policy, max_strikes=max_strikes,
-        concurrency=concurrency, seed=seed, database=database, ladder=ladder,
+        concurrency=concurrency, seed=seed, database=database, ladder=ladder, sandbox=sandbox,
     )
 
 
@@ -489,6 +494,22 @@ def _ladder(table: _Table) -> LadderConfig:
         pairings_per_bot=table.integer("pairings_per_bot", 2, minimum=1),
         sets_per_pairing=table.integer("sets_per_pairing", 1, minimum=1),
     )
+
+
+def _sandbox(table: _Table, folder: Path) -> SandboxSettings:
+    """The [sandbox] table (referee/sandbox/settings.py checks the values); a relative read_only
+    path is taken from the tournament file's folder."""
+    table.check_keys()
+    values = {key: value for key, value in table.data.items() if key in SandboxSettings.keys()}
+    if isinstance(values.get("read_only"), list):
+        values["read_only"] = [os.path.normpath(folder / Path(p).expanduser()) if isinstance(p, str) else p
+                               for p in values["read_only"]]
+    try:
+        return SandboxSettings.from_table(values)
+    except SandboxSettingsError as exc:
+        for line in exc.errors:
+            table.problem(one_line(line))
+        return SandboxSettings()
 
 
 def _show(value: object) -> str:

@@ -33,13 +33,15 @@ def new_marker() -> str:
 
 
 def toml_value(value: Any) -> str:
-    """A TOML value: strings as basic strings (JSON escapes are valid TOML ones), tables inline."""
+    """A TOML value: strings as basic strings (JSON escapes are valid TOML ones), tables and arrays inline."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, str)):
         return json.dumps(value)
     if isinstance(value, Mapping):
         return "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     raise TypeError(f"no TOML for {value!r}")
 
 

@@ -52,6 +52,9 @@ _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 if not os.environ.get(SESSION_ENV, "").endswith(f"-{_WORKER}"):
     os.environ[SESSION_ENV] = f"{uuid.uuid4().hex}-{_WORKER}"
 SESSION_ID = os.environ[SESSION_ENV]
+# The sandbox gives bots a clean environment; these two markers (this session's, and the arena
+# tests' per-tournament one) are let through, so the checks below still find our bots.
+os.environ["CASINO_SANDBOX_PASS_ENV"] = f"{SESSION_ENV},ARENA_TEST_MARKER"
 
 # For tests of timeouts, where one bot never answers (or answers only after the limit): a move
 # time that the well-behaved opponent, which answers in a millisecond or two, cannot miss even on
@@ -116,11 +119,12 @@ def bot_processes(patterns: tuple[str, ...] = BOT_PATTERNS, *, any_session: bool
     return found
 
 
-def assert_no_bot_processes(exclude: set[int] = frozenset(), wait_s: float = 0.5) -> None:  # type: ignore[assignment]
+def assert_no_bot_processes(exclude: set[int] = frozenset(), wait_s: float = 0.5,  # type: ignore[assignment]
+                            patterns: tuple[str, ...] = BOT_PATTERNS) -> None:
     """No bot process of this session is alive (other than ``exclude``), polling up to ``wait_s``."""
     deadline = time.monotonic() + wait_s
     while True:
-        left = [p for p in bot_processes() if p[0] not in exclude]
+        left = [p for p in bot_processes(patterns) if p[0] not in exclude]
         if not left or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
@@ -205,6 +209,14 @@ def node_bot_if_possible() -> str | None:
     """For tests that use every sample bot there is (the demos): the Node.js bot's packages
     installed when it can be, without skipping the test when it cannot; None or why not."""
     return install_node_bot()
+
+
+@pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's tmp_path, readable by others (0755) as bot folders are: a sandboxed bot runs with
+    a uid of its own when the referee is root, and a test's bot may live in tmp_path."""
+    tmp_path.chmod(0o755)
+    return tmp_path
 
 
 @pytest.fixture(scope="session", autouse=True)

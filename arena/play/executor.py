@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Protocol
 
 from referee.bots.endpoint import BotEndpoint
+from referee.bots.launcher import Launcher
 from referee.bots.slot import BotSlot
 from referee.match.game import play_game
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
+from referee.sandbox import default_launcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,7 @@ class _BotPool:
     bot: SeatBot
     logs_dir: Path
     socket_dir: Path
+    launcher: Launcher
     idle: list[BotSlot] = field(default_factory=list)
     made: int = 0
 
@@ -53,7 +56,7 @@ class _BotPool:
         self.made += 1
         # the tournament's name is the bot's name in every record and output, not its Hello name
         return BotSlot(self.made, self.bot.endpoint, self.logs_dir, self.socket_dir,
-                       label=f"{self.bot.name}-{self.made}", name=self.bot.name)
+                       label=f"{self.bot.name}-{self.made}", name=self.bot.name, launcher=self.launcher)
 
     def release(self, slot: BotSlot) -> None:
         self.idle.append(slot)
@@ -65,10 +68,12 @@ class _BotPool:
 
 
 class InProcessExecutor:
-    """Runs games with the referee library in this process (see the module docstring)."""
+    """Runs games with the referee library in this process (see the module docstring); its bots
+    are started by ``launcher`` (default: the sandbox with its default settings)."""
 
-    def __init__(self, logs_dir: Path) -> None:
+    def __init__(self, logs_dir: Path, launcher: Launcher | None = None) -> None:
         self.logs_dir = logs_dir
+        self.launcher = launcher or default_launcher()
         logs_dir.mkdir(parents=True, exist_ok=True)
         self._sockets = tempfile.TemporaryDirectory(prefix="arena-sock-")
         self._pools: dict[SeatBot, _BotPool] = {}
@@ -77,7 +82,7 @@ class InProcessExecutor:
     def _pool(self, bot: SeatBot) -> _BotPool:
         pool = self._pools.get(bot)
         if pool is None:
-            pool = self._pools[bot] = _BotPool(bot, self.logs_dir, Path(self._sockets.name))
+            pool = self._pools[bot] = _BotPool(bot, self.logs_dir, Path(self._sockets.name), self.launcher)
         return pool
 
     async def play(self, setup: GameSetup, seats: Sequence[SeatBot]) -> GameReport:

@@ -29,6 +29,8 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
 
+from referee.sandbox import make_launcher
+
 from ..config import ConfigError, LadderConfig, TournamentConfig
 from ..errors import shown
 from ..rating.ratings import default_rating
@@ -95,7 +97,7 @@ class LadderServer:
         self.ladder = config.ladder
         self.console = console
         self.max_rounds = max_rounds
-        self.executor = InProcessExecutor(logs_dir_for(config))
+        self.executor = InProcessExecutor(logs_dir_for(config), make_launcher(config.sandbox))
         self.rounds_played = 0
         self.status = 0
         self.signals = 0

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from referee.sandbox import make_launcher
+
 from ..config import TournamentConfig
 from ..rating.standings import Standings
 from ..store.lease import Lease
@@ -124,7 +126,7 @@ class TournamentSession:
         config = self.config
         store = self._store = Store(config.database)
         lease: Lease | None = None
-        executor = self._executor or InProcessExecutor(logs_dir_for(config))
+        executor = self._executor or InProcessExecutor(logs_dir_for(config), make_launcher(config.sandbox))
         try:
             tid = self._tid = open_tournament(store, config)
             lease = Lease.acquire(store, tid, config.name, "run")  # before any game is touched

@@ -1,9 +1,10 @@
 """Launchers start a bot's process: the seam where a sandbox backend plugs in (referee/sandbox/).
 
 A started bot runs in its own process group (its own session), learns where to listen from
-``CASINO_BOT_ADDRESS``, writes stdout and stderr to a log file, and is stopped with its whole
-group: SIGTERM, then SIGKILL after a short wait. Every started group is also killed at
-interpreter exit, so no bot outlives the referee.
+``CASINO_BOT_ADDRESS``, has its stdout and stderr written to a log file (capped), and is stopped
+with its whole group: SIGTERM, then SIGKILL after a short wait. Every started group is also
+killed at interpreter exit, so no bot outlives the referee. ``LocalLauncher`` is the sandbox's
+"none" mode; referee/sandbox/ has the others.
 """
 
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import errno
 import os
 import shlex
@@ -22,9 +24,11 @@ from typing import Protocol
 
 from .cpu import CpuMeter, ProcTreeMeter
 from .endpoint import BotEndpoint
+from .logcap import CappedLog
 
 ADDRESS_ENV = "CASINO_BOT_ADDRESS"
 STOP_WAIT_S = 2.0
+DEFAULT_LOG_CAP = 4 << 20  # bytes of a bot's output kept in its log (the sandbox's log_cap_mib)
 _LIVE_GROUPS: set[int] = set()
 # On Linux a started bot is also told to die with the process that started it (prctl
 # PR_SET_PDEATHSIG through util-linux's setpriv, which then execs the bot in place), so even a
@@ -35,38 +39,62 @@ _DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL", "--") if sys.platform == "
 
 
 class BotProcess:
-    """A started bot: its process group, log file and listening address."""
+    """A started bot: its process group, log file and listening address.
 
-    def __init__(self, endpoint: BotEndpoint, address: str, log_path: Path) -> None:
+    Its stdout and stderr reach its log through a pipe the referee reads (``CappedLog``): at most
+    ``log_cap`` bytes are kept. Subclasses (the sandbox's) change how the command is run
+    (``command``), what is done once it ends (``cleanup``) and how its end is described
+    (``death_reason``).
+    """
+
+    def __init__(self, endpoint: BotEndpoint, address: str, log_path: Path, log_cap: int = DEFAULT_LOG_CAP) -> None:
         self.endpoint = endpoint
         self.address = address
         self.log_path = log_path
+        self.log_cap = log_cap
         self.process: asyncio.subprocess.Process | None = None
         self._meter: ProcTreeMeter | None = None
+        self.log: CappedLog | None = None
+
+    def command(self) -> tuple[list[str], dict[str, str], str | None]:
+        """The argv, environment and working directory to start; OSError when it cannot be."""
+        env = {**os.environ, **dict(self.endpoint.env), ADDRESS_ENV: self.address}
+        command = list(self.endpoint.command)
+        if _DIE_WITH_PARENT:
+            program = (shutil.which(command[0], path=env.get("PATH")) if os.sep not in command[0]
+                       else os.path.join(self.endpoint.cwd or "", command[0]))
+            if program is None or not os.access(program, os.X_OK):
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command[0])
+            command = [*_DIE_WITH_PARENT, *command]
+        return command, env, self.endpoint.cwd
+
+    def header(self) -> str:
+        """The first line of each start in the log."""
+        return f"--- starting {shlex.join(self.endpoint.command)} on {self.address}"
 
     async def start(self) -> None:
-        env = {**os.environ, **dict(self.endpoint.env), ADDRESS_ENV: self.address}
+        argv, env, cwd = self.command()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            log.write(f"--- starting {shlex.join(self.endpoint.command)} on {self.address}\n".encode())
-            log.flush()
-            command = self.endpoint.command
-            if _DIE_WITH_PARENT:
-                program = (shutil.which(command[0], path=env.get("PATH")) if os.sep not in command[0]
-                           else os.path.join(self.endpoint.cwd or "", command[0]))
-                if program is None or not os.access(program, os.X_OK):
-                    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command[0])
-                command = (*_DIE_WITH_PARENT, *command)
+            log.write(f"{self.header()}\n".encode())
+        read_end, write_end = os.pipe()
+        try:
             self.process = await asyncio.create_subprocess_exec(
-                *command,
+                *argv,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=asyncio.subprocess.STDOUT,
-                cwd=self.endpoint.cwd,
+                stdout=write_end,
+                stderr=write_end,
+                cwd=cwd,
                 env=env,
                 start_new_session=True,  # its own process group, killed as a whole
             )
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)  # the bot holds the only write end now: EOF when it (all of it) ends
         _LIVE_GROUPS.add(self.process.pid)
+        self.log = CappedLog(read_end, self.log_path, self.log_cap)
         self._meter = ProcTreeMeter(self.process.pid)
 
     def cpu_meter(self) -> CpuMeter | None:
@@ -80,17 +108,47 @@ class BotProcess:
     def exited(self) -> bool:
         return self.process is None or self.process.returncode is not None
 
+    def death_reason(self) -> str | None:
+        """Why the process ended when something other than its status says it (a sandbox limit)."""
+        return None
+
+    def returncode_signal(self, code: int) -> int | None:
+        """The signal that killed the bot, read from its exit status (None: it exited)."""
+        return -code if code < 0 else None
+
     @property
     def exit_description(self) -> str:
         if self.process is None or self.process.returncode is None:
             return "running"
+        reason = self.death_reason()
+        if reason:
+            return reason
         code = self.process.returncode
-        if code < 0:
+        sig = self.returncode_signal(code)
+        if sig is not None:
             try:
-                return f"killed by {signal.Signals(-code).name}"
+                return f"killed by {signal.Signals(sig).name}"
             except ValueError:
-                return f"killed by signal {-code}"
+                return f"killed by signal {sig}"
         return f"exited with status {code}"
+
+    def terminate(self) -> None:
+        """Ask the bot to end (SIGTERM to its process group): the first step of ``stop``."""
+        if self.process is not None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+
+    async def cleanup(self) -> None:
+        """After the process group is gone: what else the bot leaves (nothing, here)."""
+
+    def limits_reached(self) -> list[str]:
+        """What was limited while the bot ran, one line each (here only its log's cap)."""
+        if self.log is None or not self.log.cut:
+            return []
+        return [f"log cap ({_mib(self.log_cap)}) reached: {self.log.discarded} more bytes of output discarded"]
+
+    def trailer(self) -> list[str]:
+        """Lines for the end of the log once the bot has stopped (what was limited)."""
+        return self.limits_reached()
 
     async def stop(self) -> None:
         """Stop the whole process group: SIGTERM, then SIGKILL if it lingers."""
@@ -100,7 +158,7 @@ class BotProcess:
         pgid = proc.pid
         try:
             if proc.returncode is None:
-                _signal_group(pgid, signal.SIGTERM)
+                self.terminate()
                 try:
                     await asyncio.wait_for(proc.wait(), STOP_WAIT_S)
                 except asyncio.TimeoutError:
@@ -108,6 +166,7 @@ class BotProcess:
             _signal_group(pgid, signal.SIGKILL)  # children that outlived the leader, too
             if proc.returncode is None:
                 await proc.wait()
+            await self.cleanup()
         finally:
             _LIVE_GROUPS.discard(pgid)
             if self._meter is not None:
@@ -115,6 +174,12 @@ class BotProcess:
                 self._meter = None
             if self.address.startswith("unix:"):
                 Path(self.address[len("unix:"):]).unlink(missing_ok=True)
+            if self.log is not None:
+                await asyncio.to_thread(self.log.finish)
+                lines = self.trailer()
+                if lines:
+                    with contextlib.suppress(OSError), open(self.log_path, "ab") as log:
+                        log.write("".join(f"--- {line}\n" for line in lines).encode())
 
 
 class Launcher(Protocol):
@@ -128,15 +193,23 @@ class Launcher(Protocol):
 
 
 class LocalLauncher:
-    """Starts a bot as a child process of the referee, in its own process group (``BotProcess``)."""
+    """Starts a bot as a child process of the referee, in its own process group (``BotProcess``),
+    with the referee's environment and no limits: the sandbox's "none" mode."""
+
+    def __init__(self, log_cap: int = DEFAULT_LOG_CAP) -> None:
+        self.log_cap = log_cap
 
     async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path) -> BotProcess:
-        process = BotProcess(endpoint, address, log_path)
+        process = BotProcess(endpoint, address, log_path, self.log_cap)
         await process.start()
         return process
 
 
 LOCAL_LAUNCHER = LocalLauncher()
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):g} MiB"
 
 
 def _signal_group(pgid: int, sig: int) -> None:

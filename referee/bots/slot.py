@@ -83,7 +83,13 @@ class BotSlot:
         deadline = loop.time() + self.clock.real_wait_s(startup_s)  # the real bound on waiting
         address = self.endpoint.address
         if self.endpoint.is_process:
-            address = f"unix:{self._socket_dir / f'{self.label}-{self.starts}.sock'}"
+            # a folder of its own for its socket: a sandbox shows the bot this folder and no other
+            folder = self._socket_dir / self.label
+            try:
+                folder.mkdir(mode=0o700, exist_ok=True)
+            except OSError as exc:
+                return await self._startup_failed(f"cannot make its socket folder: {exc.strerror or exc}")
+            address = f"unix:{folder / f'{self.starts}.sock'}"
             try:
                 self.process = await self.launcher.launch(self.endpoint, address, self.log_path)
             except OSError as exc:

@@ -16,6 +16,7 @@ from ..perft import perft, perft_divide
 from ..players import RandomPlayer
 from ..rules import GameState, RuleOptions, RulesError, apply, game_record, new_game, parse_deck
 from .match import MAX_DECK_BYTES, MAX_RECORD_BYTES, add_match_args, cmd_check, cmd_match, make_folder, read_text_file
+from .sandbox_args import add_sandbox_args, launcher_from_args
 from .render import deal_header, describe_result, describe_sheet, play_line, record_lines
 
 
@@ -117,7 +118,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_matches=args.max_matches, max_games=args.max_games, max_record_bytes=args.max_record_bytes,
     )
     records = make_folder(args.records, "records folder") if args.records else None
-    asyncio.run(serve(settings, records_dir=records))  # a ListenError reaches main(): one line, exit 2
+    launcher = launcher_from_args(args)  # bots a client names by command run in this sandbox
+    asyncio.run(serve(settings, records_dir=records, launcher=launcher))  # a ListenError reaches main(): one line, exit 2
     return 0
 
 
@@ -153,12 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("match", help="play games between bots over gRPC and print results")
     add_match_args(p)
+    add_sandbox_args(p)
     p.set_defaults(func=cmd_match)
 
     p = sub.add_parser("check", help="conformance check of a bot: games against itself and a random bot")
     p.add_argument("--bot", action="append", required=True, metavar="CMD_OR_ADDR", help="the bot to check")
     add_match_args(p, bots=False,
                    logs_help="keep the bot logs here (default: not kept; a failing check prints their end)")
+    add_sandbox_args(p)
     p.set_defaults(func=cmd_check)
     for action in p._actions:
         if action.dest == "games":
@@ -166,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="run the Referee gRPC service (docs/service.md)")
     add_serve_args(p)
+    add_sandbox_args(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("demo", help="a short match between each pair of sample bots, with standings")

@@ -15,6 +15,7 @@ from pathlib import Path
 from casino.v1 import game_pb2
 
 from ..bots.endpoint import BotEndpoint
+from ..bots.launcher import Launcher
 from ..clock import TimeControl
 from ..errors import EndpointError, UsageError
 from ..match.record import seat_move_times
@@ -23,6 +24,9 @@ from ..match.run import run_match
 from ..match.spec import FailurePolicy, MatchSpec
 from ..rules import RuleOptions, parse_deck
 from ..rules.errors import RulesError
+from ..sandbox import SandboxLauncher
+from .files import make_folder, read_text_file  # noqa: F401  (make_folder: also for the other commands)
+from .sandbox_args import launcher_from_args
 
 F = game_pb2.FailureKind
 LOG_TAIL_LINES = 15  # of a failing bot's log, printed by a check that does not keep the logs
@@ -32,32 +36,6 @@ LOG_LINE_CHARS = 300  # a longer line of a log is cut when printed
 
 MAX_DECK_BYTES = 64 << 10  # a deck file is 52 card codes (and perhaps comments)
 MAX_RECORD_BYTES = 16 << 20  # a record of the longest game is well under a megabyte
-
-
-def read_text_file(path: str, what: str, max_bytes: int) -> str:
-    """The UTF-8 text of a file the user named (``what`` says which, for errors); a missing,
-    unreadable, binary or oversized file (``/dev/zero``, say) is a UsageError, never a traceback."""
-    try:
-        with open(path, "rb") as file:
-            data = file.read(max_bytes + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    if len(data) > max_bytes:
-        raise UsageError(f"{what} {path} is larger than {max_bytes} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {path} is not text (not UTF-8 at byte {exc.start})") from None
-
-
-def make_folder(path: str, what: str) -> Path:
-    """A folder the user named for output, created if need be; UsageError when it cannot be."""
-    folder = Path(path)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {what} {path}: {exc.strerror or exc}") from None
-    return folder
 
 
 def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
@@ -168,8 +146,9 @@ def summary_lines(report: MatchReport) -> list[str]:
 
 def cmd_match(args: argparse.Namespace) -> int:
     spec = spec_from_args(args, args.bot)
+    launcher = launcher_from_args(args)
     _logging(args.verbose)
-    report = asyncio.run(run_match(spec))
+    report = asyncio.run(run_match(spec, launcher=launcher))
     for game in report.games:
         print(describe_game(game, report.bot_names, spec.options))
     print()
@@ -205,22 +184,25 @@ def cmd_check(args: argparse.Namespace) -> int:
     # both matches' options are checked before anything is printed or started
     matches = [(title, bots, spec_from_args(args, bots)) for title, bots in (
         ("against itself", [candidate, candidate]), ("against the built-in random bot", [candidate, random_bot]))]
+    launcher = launcher_from_args(args)  # the sandbox the arena would use with the same settings
     _logging(args.verbose)
     with contextlib.ExitStack() as cleanup:
         if args.logs:
-            return _check(args, candidate, matches, Path(args.logs), kept=True)
+            return _check(args, candidate, matches, Path(args.logs), True, launcher)
         logs = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="casino-check-"))
-        return _check(args, candidate, matches, Path(logs), kept=False)
+        return _check(args, candidate, matches, Path(logs), False, launcher)
 
 
 def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, list[str], MatchSpec]], logs: Path,
-           kept: bool) -> int:
+           kept: bool, launcher: Launcher) -> int:
     problems: list[str] = []
     failing_logs: list[tuple[str, Path]] = []  # (which match, log) of the checked bot's failing processes
     print(f"checking {candidate}")
+    print("\n".join(sandbox_lines(launcher, matches[0][2].bots[0])))
+    limited: list[str] = []  # what the sandbox limited of the checked bot
     for title, bots, spec in matches:
         spec = dataclasses.replace(spec, logs_dir=logs)
-        report = asyncio.run(run_match(spec))
+        report = asyncio.run(run_match(spec, launcher=launcher))
         checked = [0, 1] if bots[0] == bots[1] else [0]
         print(f"\n{len(report.games)} game(s) {title}:")
         failing: set[int] = set()
@@ -231,6 +213,10 @@ def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, li
                     problems.append(f"{F.Name(f.kind).removeprefix('FAILURE_KIND_').lower()}: {f.reason}")
                     failing.add(game.seat_bots[f.seat])
         failing_logs += [(title, report.logs_dir / f"bot{b}.log") for b in sorted(failing)]
+        limited += [f"{title}: {line}" for name, line in getattr(launcher, "notes", [])
+                    if name in {f"bot{b}.log" for b in checked}]
+        if isinstance(launcher, SandboxLauncher):
+            launcher.notes.clear()
         times = sorted(t for b in checked for t in move_times_ms(report, b))
         if times:
             print(f"  move time ms: p50 {percentile(times, 0.5):.2f}, p90 {percentile(times, 0.9):.2f}, "
@@ -248,6 +234,10 @@ def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, li
         for title, path in failing_logs:
             print(f"  {path.name}, {title}:")
             print("\n".join(f"    | {line}" for line in log_tail(path)) or "    (empty)")
+    if isinstance(launcher, SandboxLauncher):
+        print("\nlimits reached: " + ("none" if not limited else f"{len(limited)} time(s)"))
+        for line, count in Counter(limited).most_common():
+            print(f"  {count} x {line}")
     if problems:
         print(f"\nNOT CLEAN: {len(problems)} failure(s):")
         for kind, count in Counter(problems).most_common():
@@ -255,6 +245,20 @@ def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, li
         return 1
     print("\nclean: every answer was a legal move in time")
     return 0
+
+
+def sandbox_lines(launcher: Launcher, endpoint: BotEndpoint) -> list[str]:
+    """How the checked bot is confined, as ``referee check`` prints it."""
+    if isinstance(launcher, SandboxLauncher):
+        lines = launcher.describe(endpoint)
+    elif endpoint.is_process:
+        lines = ["sandbox: none: the bot runs as this user with the referee's environment, files and network, "
+                 "no limits but its log's"]
+    else:
+        lines = []
+    if not endpoint.is_process:
+        lines = ["sandbox: none for this bot: it is reached at an address, not started by the referee"]
+    return [lines[0], *(f"  {line}" for line in lines[1:])] if lines else []
 
 
 def _logging(verbose: bool) -> None:

@@ -21,9 +21,10 @@ from typing import Any
 
 from casino.v1 import referee_pb2
 
-from ..bots.launcher import LOCAL_LAUNCHER, Launcher
+from ..bots.launcher import Launcher
 from ..bots.slot import BotSlot
 from ..clock import MONOTONIC, Clock
+from ..sandbox import default_launcher
 from .game import Emit, discard_event, play_game
 from .report import GameReport, MatchReport
 from .spec import MatchSpec
@@ -42,13 +43,14 @@ def write_record(folder: Path, report: GameReport) -> None:
 
 
 async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MONOTONIC,
-                    launcher: Launcher = LOCAL_LAUNCHER, keep_record: KeepRecord | None = None) -> MatchReport:
+                    launcher: Launcher | None = None, keep_record: KeepRecord | None = None) -> MatchReport:
     """Play every game of ``spec``; bots are stopped on every path, errors and cancellation included.
     ``clock`` times every start-up and answer (tests drive a ManualClock); ``launcher`` starts the
-    bots' processes. Each finished game's record goes to ``keep_record`` (the Referee service keeps
-    records under its quota this way; an error it raises ends the match), else to
-    ``spec.records_dir`` when it is set."""
+    bots' processes (default: the sandbox with its default settings, referee/sandbox/). Each
+    finished game's record goes to ``keep_record`` (the Referee service keeps records under its
+    quota this way; an error it raises ends the match), else to ``spec.records_dir`` when it is set."""
     emit = emit or discard_event
+    launcher = launcher or default_launcher()
     if keep_record is None and spec.records_dir:
         keep_record = functools.partial(write_record, spec.records_dir)
     match_id = spec.match_id or uuid.uuid4().hex[:12]

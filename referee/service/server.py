@@ -33,6 +33,7 @@ from grpc_reflection.v1alpha import reflection
 from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
 
 from ..bots.endpoint import BotEndpoint
+from ..bots.launcher import Launcher
 from ..clock import TimeControl
 from ..errors import EndpointError, ListenError
 from ..match.report import GameReport
@@ -63,12 +64,14 @@ _POLICIES = {
 class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
     """Thin servicer over ``run_match``; records are kept as JSON files under ``records_dir``."""
 
-    def __init__(self, records_dir: Path, settings: ServiceSettings | None = None) -> None:
+    def __init__(self, records_dir: Path, settings: ServiceSettings | None = None,
+                 launcher: Launcher | None = None) -> None:
         self.records_dir = records_dir
         self.settings = settings or ServiceSettings()
         self.own_bots = self.settings.bot_names
         self.space = RecordSpace(records_dir, self.settings.max_record_bytes, self.settings.min_free_disk_bytes)
         self.running = 0  # RunMatch calls being played
+        self.launcher = launcher  # starts the bots clients name by command (None: the default sandbox)
 
     def _endpoint(self, text: str) -> BotEndpoint:
         """The bot a client names: one of the server's own, an allowed address, or (only with
@@ -135,7 +138,8 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
         hide = _HideConnectionDetail({i for i, bot in enumerate(spec.bots) if not bot.is_process})
         events: asyncio.Queue[referee_pb2.RunMatchResponse | None] = asyncio.Queue()
         task = asyncio.create_task(run_match(spec, lambda event: events.put_nowait(hide.event(event)),
-                                             keep_record=functools.partial(self._keep_record, hide)))
+                                             keep_record=functools.partial(self._keep_record, hide),
+                                             launcher=self.launcher))
         task.add_done_callback(lambda _: events.put_nowait(None))
         over = False  # the match ended and its outcome was taken here
         try:
@@ -243,14 +247,15 @@ def _log_unheard_error(task: asyncio.Task[object]) -> None:
         log.warning("a match whose client went away failed: %s: %s", type(exc).__name__, exc)
 
 
-async def start_server(settings: ServiceSettings, records_dir: Path) -> tuple[grpc.aio.Server, int]:
+async def start_server(settings: ServiceSettings, records_dir: Path,
+                       launcher: Launcher | None = None) -> tuple[grpc.aio.Server, int]:
     """Start the service as ``settings`` say (listen address, token, TLS, limits), with health
     checking and, when they allow it, reflection; returns the server and the bound port."""
     listen = settings.listen
     interceptors = [TokenInterceptor(settings.token)] if settings.token is not None else []
     # a port in use is an error, not shared
     server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
-    referee_pb2_grpc.add_RefereeServiceServicer_to_server(RefereeService(records_dir, settings), server)
+    referee_pb2_grpc.add_RefereeServiceServicer_to_server(RefereeService(records_dir, settings, launcher), server)
     checker = health.aio.HealthServicer()
     for name in ("", "casino.v1.RefereeService"):
         await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -312,11 +317,11 @@ def _why_not_bound(core_log: list[str]) -> str:
     return " ".join(lines[-1].split("] ", 1)[1].split())
 
 
-async def serve(settings: ServiceSettings, records_dir: Path | None = None) -> None:
+async def serve(settings: ServiceSettings, records_dir: Path | None = None, launcher: Launcher | None = None) -> None:
     """Serve until SIGINT/SIGTERM, then stop gracefully (running matches get 5 s)."""
     records = records_dir or Path(tempfile.mkdtemp(prefix="casino-records-"))
     records.mkdir(parents=True, exist_ok=True)
-    server, port = await start_server(settings, records)
+    server, port = await start_server(settings, records, launcher)
     if settings.token is not None and settings.tls is None and not is_local_address(settings.listen):
         sys.stderr.write(f"referee: warning: the token crosses the network in clear text on {settings.listen}: "
                          "give --tls-cert and --tls-key\n")

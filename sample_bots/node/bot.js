@@ -2,7 +2,9 @@
 // Sample Royal Casino Arena bot in Node.js.
 //
 // Serves casino.v1.BotService on $CASINO_BOT_ADDRESS (unix:/path/bot.sock or host:port), loading
-// the protocol straight from ../../proto with @grpc/proto-loader. It also answers the standard
+// the protocol with @grpc/proto-loader from its own copy in proto/ (the repository's proto/casino/v1
+// files, checked identical by tests/docs/test_sample_bot_protos.py): everything it needs is in its
+// folder, which is all a sandboxed bot can read. It also answers the standard
 // health check (grpc.health.v1.Health, SERVING), declared inline below.
 //
 // Strategy: capture the most valuable set (cards as they score: 10D 2, 2S 1, Aces 1, spades and
@@ -183,7 +185,7 @@ function main() {
     } catch (_) { /* not there */ }
   }
 
-  const protoRoot = path.resolve(__dirname, '..', '..', 'proto');
+  const protoRoot = path.resolve(__dirname, 'proto');
   const definition = protoLoader.loadSync('casino/v1/bot.proto', { ...LOADER_OPTIONS, includeDirs: [protoRoot] });
   const casino = grpc.loadPackageDefinition(definition).casino.v1;
   const health = grpc.loadPackageDefinition(protoLoader.fromJSON(HEALTH_JSON, LOADER_OPTIONS)).grpc.health.v1;

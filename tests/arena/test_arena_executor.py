@@ -1,4 +1,4 @@
-"""InProcessExecutor (arena/executor.py) with real bot processes over real gRPC: pools reuse a
+"""InProcessExecutor (arena/play/executor.py) with real bot processes over real gRPC: pools reuse a
 bot's process across games, and ``retire`` stops exactly the processes of the bots it is not
 told to keep (a ladder's removed bot, or a bot whose command changed under the same name)."""
 

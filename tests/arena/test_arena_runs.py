@@ -583,12 +583,16 @@ LEASE_NAME = "lease"
 
 
 def gated_tournament(folder: Path, marker: str, database: str, ladder: bool = False) -> tuple[Path, Path]:
-    """A 2-game tournament (one at a time) whose first game waits until the returned gate file exists."""
-    gate = folder / "gate"
+    """A 2-game tournament (one at a time) whose first game waits until the returned gate file exists
+    (in a folder the sandboxed bot is let read)."""
+    gates = folder / "gates"
+    gates.mkdir(mode=0o755)
+    gate = gates / "gate"
     bots = [{"name": "gated", "command": python_bot_command("gate", after=1), "env": {"SCRIPTED_BOT_GATE": str(gate)}},
             {"name": "greedy", "command": sample_bot_command("greedy_bot.py")}]
     path = write_tournament(folder / "lease.toml", {"name": LEASE_NAME, "players": 2, "games_per_pairing": 2,
-                                                     "seed": 5, "concurrency": 1, "database": database},
+                                                     "seed": 5, "concurrency": 1, "database": database,
+                                                     "sandbox": {"read_only": [str(gates)]}},
                             bots, GATE_TIME, marker)
     if ladder:
         path.write_text(path.read_text(encoding="utf-8") + '\n[ladder]\ninterval = "1h"\n', encoding="utf-8")

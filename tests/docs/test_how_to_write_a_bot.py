@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,16 @@ def commands(block: str) -> list[str]:
 
 def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) -> None:
     (bot,) = blocks("python")
-    (tmp_path / "my_bot.py").write_text(bot, encoding="utf-8")
+    # as on the page: the bot in a folder of its own next to the SDK (a sandboxed bot sees only its
+    # folder and its interpreter's), the tournament file and its logs and database one folder up
+    bots = tmp_path / "bots"
+    bots.mkdir(mode=0o755)
+    (bots / "my_bot.py").write_text(bot, encoding="utf-8")
+    for sdk in (ROOT / "sample_bots" / "python").glob("casino_bot*"):
+        if sdk.is_dir():
+            shutil.copytree(sdk, bots / sdk.name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(sdk, bots / sdk.name)
     (toml,) = blocks("toml")
     records = tmp_path / "rec"
     python = shlex.quote(sys.executable)
@@ -41,12 +51,12 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
     def local(text: str) -> str:
         """The page's paths, as this test runs them."""
         moved = {".venv/bin/referee": f"{python} -m referee.cli", ".venv/bin/arena": f"{python} -m arena.cli",
-                 ".venv/bin/python": python, BOT_PATH: str(tmp_path / "my_bot.py"),
+                 ".venv/bin/python": python, BOT_PATH: str(bots / "my_bot.py"),
                  "my-cup.toml": str(tmp_path / "my-cup.toml"), " rec/": f" {records}/"}
         return re.sub("|".join(map(re.escape, moved)), lambda m: moved[m.group(0)], text)  # one pass
 
     (tmp_path / "my-cup.toml").write_text(local(toml), encoding="utf-8")
-    # the page's bot sits next to the SDK; here the SDK is found on the path instead
+    # (the referee's own environment; a sandboxed bot gets none of it)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "sample_bots" / "python")])}
     outputs: dict[str, str] = {}
     for line in (command for block in blocks("sh") for command in commands(block)):

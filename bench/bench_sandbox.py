@@ -1,0 +1,173 @@
+"""Sandbox benchmark: what the default sandbox costs a bot, against no sandbox, in one run.
+
+Usage: python bench/bench_sandbox.py [--starts N] [--round-trips N] [--games-per-pairing N] [--runs R]
+
+The modes alternate (sandbox, none, sandbox, none, ...) so a machine whose speed drifts moves both
+alike, and each figure is a median; the ratios are sandbox / none.
+
+1. Start-up: from asking the launcher for the bot to the bot answering its health check, for the
+   built-in random bot (``python -m referee.bots.builtin``), N starts per mode; and the sandbox's
+   own cost without Python's start-up: from asking for ``true`` to its exit.
+2. Per-move round trip: one open Play stream to the built-in bot started by each launcher; a Turn
+   with one legal move, its answer, N times (as bench/bench_protocol.py's bare round trip).
+3. Tournament games/s: a 4-bot round robin of the sample random and greedy bots as ``arena run``
+   plays it (run_tournament), ``[sandbox] mode`` "auto" (the default) against "none", bot
+   start-up included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import grpc  # noqa: E402
+from rich.console import Console  # noqa: E402
+
+from arena import live_run, storage  # noqa: E402
+from arena.config import load_config  # noqa: E402
+from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2  # noqa: E402
+from referee.bots.endpoint import BotEndpoint  # noqa: E402
+from referee.bots.health import wait_healthy  # noqa: E402
+from referee.bots.launcher import Launcher  # noqa: E402
+from referee.sandbox import SandboxLauncher, SandboxSettings, make_launcher  # noqa: E402
+from referee.wire.connection import CHANNEL_OPTIONS  # noqa: E402
+
+BUILTIN = f"{sys.executable} -m referee.bots.builtin"
+MODES = ("auto", "none")
+
+
+def launchers() -> dict[str, Launcher]:
+    found = {mode: make_launcher(SandboxSettings(mode=mode)) for mode in MODES}
+    sandbox = found["auto"]
+    name = sandbox.mode if isinstance(sandbox, SandboxLauncher) else "none"
+    print(f"sandbox mode here: {name}; cgroups: {'yes' if getattr(sandbox, 'machine', None) and sandbox.machine.cgroups else 'no'}")
+    return found
+
+
+async def start_up(launcher: Launcher, command: str, folder: Path, until_exit: bool) -> float:
+    """Seconds from asking ``launcher`` for ``command`` to it being healthy (or, ``until_exit``,
+    to its exit)."""
+    (folder / "bot").mkdir(exist_ok=True)
+    address = f"unix:{folder / 'bot' / 'b.sock'}"
+    start = time.perf_counter()
+    process = await launcher.launch(BotEndpoint.parse(command), address, folder / "bot.log")
+    try:
+        if until_exit:
+            assert process.process is not None
+            await process.process.wait()
+        else:
+            async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
+                why = await wait_healthy(channel, asyncio.get_running_loop().time() + 60, process)
+                if why:
+                    raise SystemExit(f"the bot did not start: {why}")
+        return time.perf_counter() - start
+    finally:
+        await process.stop()
+
+
+async def round_trips(launcher: Launcher, n: int, folder: Path) -> float:
+    """Median seconds of a Turn and its answer, over ``n`` (the first tenth dropped: warm-up)."""
+    (folder / "bot").mkdir(exist_ok=True)
+    address = f"unix:{folder / 'bot' / 'r.sock'}"
+    process = await launcher.launch(BotEndpoint.parse(BUILTIN), address, folder / "rtt.log")
+    try:
+        async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
+            if await wait_healthy(channel, asyncio.get_running_loop().time() + 60, process):
+                raise SystemExit("the bot did not start")
+            call = bot_pb2_grpc.BotServiceStub(channel).Play()
+            await call.write(bot_pb2.PlayRequest(handshake=bot_pb2.Handshake(protocol_version="1")))
+            await call.read()
+            turn = bot_pb2.Turn(game_id="g", legal_moves=[game_pb2.Move(card="9C", kind=game_pb2.MOVE_KIND_TRAIL,
+                                                                        notation="9C trail")])
+            times = []
+            for i in range(n):
+                turn.turn_id = i
+                start = time.perf_counter()
+                await call.write(bot_pb2.PlayRequest(turn=turn))
+                await call.read()
+                times.append(time.perf_counter() - start)
+            await call.done_writing()
+        return statistics.median(times[n // 10:])
+    finally:
+        await process.stop()
+
+
+def tournament(mode: str, games_per_pairing: int, folder: Path) -> float:
+    """Games/s of a 4-bot round robin (2 random, 2 greedy sample bots), start-up included."""
+    py = sys.executable
+    bots = [(f"random{i}", f"{py} {ROOT / 'sample_bots/python/random_bot.py'}") for i in range(2)]
+    bots += [(f"greedy{i}", f"{py} {ROOT / 'sample_bots/python/greedy_bot.py'}") for i in range(2)]
+    lines = ['name = "bench"', f"games_per_pairing = {games_per_pairing}", "concurrency = 2", "seed = 3",
+             "[time]", "move_ms = 2000", "[sandbox]", f'mode = "{mode}"']
+    for name, command in bots:
+        lines += ["[[bots]]", f'name = "{name}"', f"command = {json.dumps(command)}"]
+    path = folder / f"bench-{mode}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    config = load_config(path)
+    start = time.perf_counter()
+    status = asyncio.run(live_run.run_tournament(config, Console(file=io.StringIO(), width=120)))
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"tournament ({mode}) exited {status}")
+    store = storage.Store(config.database)
+    done = store.counts(store.tournament_id("bench"))["done"]  # type: ignore[arg-type]
+    store.close()
+    return done / wall
+
+
+def alternate(runs: int, measure: Callable[[str], float]) -> dict[str, list[float]]:
+    """``measure(mode)`` ``runs`` times per mode, the modes taking turns."""
+    found: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for _ in range(runs):
+        for mode in MODES:
+            found[mode].append(measure(mode))
+    return found
+
+
+def show(title: str, values: dict[str, list[float]], unit: str, scale: float = 1.0) -> None:
+    med = {mode: statistics.median(v) * scale for mode, v in values.items()}
+    spread = {mode: f"{min(v) * scale:.2f}-{max(v) * scale:.2f}" for mode, v in values.items()}
+    print(f"{title}: sandbox {med['auto']:.3f} {unit} ({spread['auto']}), none {med['none']:.3f} {unit} "
+          f"({spread['none']}); ratio {med['auto'] / med['none']:.3f}, difference {med['auto'] - med['none']:+.3f} {unit}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--starts", type=int, default=20, help="start-ups per mode")
+    parser.add_argument("--round-trips", type=int, default=2000, help="per stream")
+    parser.add_argument("--rtt-runs", type=int, default=5, help="streams per mode")
+    parser.add_argument("--games-per-pairing", type=int, default=10, help="6 pairings: 60 games per tournament")
+    parser.add_argument("--runs", type=int, default=3, help="tournaments per mode")
+    args = parser.parse_args()
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, uid {os.getuid()}")
+    found = launchers()
+    with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as tmp:
+        folder = Path(tmp)
+        folder.chmod(0o755)  # a sandboxed bot's uid passes through it (bwrap makes no copy of it)
+        true = "/usr/bin/true" if os.path.exists("/usr/bin/true") else "/bin/true"
+        show("start-up of `true` (the sandbox's own cost)",
+             alternate(args.starts, lambda m: asyncio.run(start_up(found[m], true, folder, True))), "ms", 1000)
+        show("start-up of the built-in Python bot (to healthy)",
+             alternate(args.starts, lambda m: asyncio.run(start_up(found[m], BUILTIN, folder, False))), "ms", 1000)
+        show(f"round trip per move (median of {args.round_trips})",
+             alternate(args.rtt_runs, lambda m: asyncio.run(round_trips(found[m], args.round_trips, folder))), "ms",
+             1000)
+        show(f"tournament, 4 sample bots, {6 * args.games_per_pairing} games, concurrency 2",
+             alternate(args.runs, lambda m: tournament(m, args.games_per_pairing, folder)), "games/s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""What this machine offers a sandbox, found once per process: the tools (bwrap, setpriv,
+prlimit), whether bubblewrap can really make a bot's sandbox here (it is tried, with the same
+command line a bot gets), and where cgroups can be made."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from .bwrap import BwrapPlan, bwrap_argv, prlimit_argv, setpriv_argv
+from .cgroups import CgroupTree, find_tree
+from .view import DEFAULT_PATH, etc_entries, system_entries, under_system
+
+PROBE_UID = 65534  # the uid bwrap's trial runs as, when the referee is root ("nobody")
+PROBE_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine as a sandbox sees it; a problem is None when the thing works."""
+
+    as_root: bool
+    tools: dict[str, str | None]  # bwrap, setpriv, prlimit, sh: absolute paths, None when missing
+    bwrap_problem: str | None
+    limits_problem: str | None  # for "limits": setpriv and prlimit, in the system's folders
+    cgroups: CgroupTree | None
+    cgroup_problem: str  # "" when memory, pids and cpu controllers are all there
+
+
+def _tool(name: str) -> str | None:
+    found = shutil.which(name, path=f"{DEFAULT_PATH}:/usr/sbin:/sbin")
+    return os.path.realpath(found) if found else None
+
+
+def _limits_problem(tools: dict[str, str | None]) -> str | None:
+    for name in ("setpriv", "prlimit"):
+        path = tools[name]
+        if path is None:
+            return f"no {name} (util-linux) on PATH"
+        if not under_system(path):
+            return f"{name} is {path}, outside the system's folders a sandbox shows"
+    return None
+
+
+def _try_bwrap(tools: dict[str, str | None], as_root: bool) -> str | None:
+    """Make a sandbox as a bot's is made and run ``true`` in it; None when that worked, else why not."""
+    bwrap, true = tools["bwrap"], _tool("true")
+    if bwrap is None:
+        return "bubblewrap (bwrap) is not installed (apt-get install bubblewrap)"
+    if true is None or not under_system(true):
+        return "no true(1) in the system's folders to try bubblewrap with"
+    problem = _limits_problem(tools)
+    if problem:
+        return problem
+    command = [*prlimit_argv(tools["prlimit"] or "", {"core": 0}), true]  # type: ignore[list-item]
+    if as_root:
+        command = [*prlimit_argv(tools["prlimit"] or "", {"core": 0}),  # type: ignore[list-item]
+                   *setpriv_argv(tools["setpriv"] or "", PROBE_UID, True), true]
+    with tempfile.TemporaryDirectory(prefix="casino-probe-") as folder:
+        if as_root:
+            os.chown(folder, PROBE_UID, PROBE_UID)
+        plan = BwrapPlan(bwrap=bwrap, command=tuple(command), cwd="/", env=(("PATH", DEFAULT_PATH),),
+                         system=tuple(system_entries()), etc=tuple(etc_entries()), read_only=(),
+                         socket_folder=folder, tmp_bytes=1 << 20, as_root=as_root)
+        try:
+            done = subprocess.run(bwrap_argv(plan), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                                  env={"PATH": DEFAULT_PATH}, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap could not be run: {exc}"
+    if done.returncode != 0:
+        said = " ".join(done.stderr.split())[:300] or f"status {done.returncode}"
+        return f"bwrap fails here: {said}"
+    return None
+
+
+@functools.cache
+def probe() -> Machine:
+    """This machine, looked at once per process (bwrap is tried: about 10 ms)."""
+    as_root = os.geteuid() == 0
+    tools = {name: _tool(name) for name in ("bwrap", "setpriv", "prlimit", "sh")}
+    cgroups, cgroup_problem = find_tree()
+    return Machine(as_root=as_root, tools=tools, bwrap_problem=_try_bwrap(tools, as_root),
+                   limits_problem=_limits_problem(tools), cgroups=cgroups, cgroup_problem=cgroup_problem)

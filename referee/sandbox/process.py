@@ -1,0 +1,260 @@
+"""A bot process in its sandbox: started through the cgroup join, prlimit, setpriv and (in mode
+"bwrap") bubblewrap; ended with everything it started; its end described with the limit that
+ended it ("killed by the sandbox: memory limit (512 MiB)")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+import stat
+from pathlib import Path
+from collections.abc import Callable
+
+from ..bots.endpoint import BotEndpoint
+from ..bots.launcher import ADDRESS_ENV, BotProcess
+from .bwrap import SOCKET_MOUNT, BwrapPlan, bwrap_argv, prlimit_argv, setpriv_argv
+from .cgroups import BotCgroup, join_command
+from .machine import Machine
+from .settings import MIB, SandboxSettings, pass_env_from_environment
+from .uids import UidLease, take_uid
+from .view import DEFAULT_PATH, BotView, bot_view, etc_entries, inside, system_entries
+
+HOME_INSIDE = "/tmp"
+
+
+def limit_lines(settings: SandboxSettings, mode: str, limited: dict[str, str]) -> list[str]:
+    """Each limit with how it is enforced ("memory 512 MiB (cgroup)"); ``limited``: the limits a
+    cgroup holds."""
+    s = settings
+    return [
+        f"memory {s.memory_mib} MiB ({'cgroup' if 'memory' in limited else 'RLIMIT_DATA, per process'})",
+        f"processes {s.processes} ({'cgroup' if 'processes' in limited else 'RLIMIT_NPROC of its uid'})",
+        f"CPU {s.cpus:g} core(s) (cgroup)" if "cpus" in limited else "CPU not limited (no cpu cgroup)",
+        f"open files {s.open_files} (RLIMIT_NOFILE)",
+        f"file size {s.file_size_mib} MiB (RLIMIT_FSIZE)",
+        *([f"/tmp and /dev/shm {s.tmp_mib} MiB each (tmpfs)"] if mode == "bwrap" else []),
+        f"log {s.log_cap_mib:g} MiB",
+    ]
+
+
+class SandboxedProcess(BotProcess):
+    """A bot started by a ``SandboxLauncher`` in its mode ("bwrap" or "limits"); ``note`` hears
+    each limit it reached, once it has stopped."""
+
+    def __init__(self, endpoint: BotEndpoint, address: str, log_path: Path, settings: SandboxSettings, mode: str,
+                 machine: Machine, note: Callable[[str, str], None]) -> None:
+        super().__init__(endpoint, address, log_path, settings.log_cap_bytes)
+        self.settings = settings
+        self.mode = mode
+        self.machine = machine
+        self.note = note
+        self.uid: UidLease | None = None
+        self.cgroup: BotCgroup | None = None
+        self.rlimits: dict[str, int] = {}
+        self.view: BotView | None = None
+
+    # --- starting -------------------------------------------------------------------------
+
+    def command(self) -> tuple[list[str], dict[str, str], str | None]:
+        try:
+            return self._command()
+        except BaseException:
+            self._release()
+            raise
+
+    def _command(self) -> tuple[list[str], dict[str, str], str | None]:
+        machine, settings, tools = self.machine, self.settings, self.machine.tools
+        view = self.view = bot_view(self.endpoint, settings.read_only, os.environ)
+        socket_folder = Path(self.address.removeprefix("unix:")).parent
+        _check_own_folder(view, self.log_path, socket_folder)
+        if machine.as_root:
+            _check_readable_by_others(view)
+            self.uid = take_uid(settings.uid_first, settings.uid_count)
+        if machine.cgroups is not None:
+            self.cgroup = machine.cgroups.new_group(self.log_path.stem)
+            self.cgroup.set_limits(settings.memory_mib * MIB, settings.processes, settings.cpus)
+        limited = self.cgroup.limited if self.cgroup else {}
+        self.rlimits = {"nofile": settings.open_files, "fsize": settings.file_size_mib * MIB, "core": 0}
+        if "processes" not in limited:
+            self.rlimits["nproc"] = settings.processes  # per uid: the bot's own (root, or its user namespace)
+        if "memory" not in limited:
+            self.rlimits["data"] = settings.memory_mib * MIB  # per process: heap and private mappings
+
+        uid = self.uid.uid if self.uid else os.getuid()
+        if self.uid is not None:
+            os.chown(socket_folder, uid, uid)
+        socket_folder.chmod(0o700)
+        env = {"PATH": view.path_env}
+        env.update((name, os.environ[name]) for name in (*settings.pass_env, *pass_env_from_environment())
+                   if name in os.environ)
+        env.update(self.endpoint.env)
+        inner = [*prlimit_argv(tools["prlimit"] or "prlimit", self.rlimits)]
+        if self.mode == "bwrap":
+            if machine.as_root:
+                inner += setpriv_argv(tools["setpriv"] or "setpriv", uid, True)
+            env.update({"HOME": HOME_INSIDE, "TMPDIR": HOME_INSIDE,
+                        ADDRESS_ENV: f"unix:{SOCKET_MOUNT}/{Path(self.address).name}"})
+            plan = BwrapPlan(bwrap=tools["bwrap"] or "bwrap", command=(*inner, *view.argv), cwd=view.cwd,
+                             env=tuple(sorted(env.items())), system=tuple(system_entries()),
+                             etc=tuple(etc_entries()), read_only=view.read_only, socket_folder=str(socket_folder),
+                             tmp_bytes=settings.tmp_mib * MIB, as_root=machine.as_root)
+            argv, outer_env, cwd = bwrap_argv(plan), {"PATH": DEFAULT_PATH}, "/"
+        else:  # "limits": the host's file system and network, its own uid (root), limits, a clean environment
+            home = socket_folder / "home"
+            home.mkdir(mode=0o700, exist_ok=True)
+            if self.uid is not None:
+                os.chown(home, uid, uid)
+                socket_folder.parent.chmod(0o711)  # it may pass through to its own folder, not list the others
+            env.update({"HOME": str(home), "TMPDIR": str(home), ADDRESS_ENV: self.address})
+            inner += setpriv_argv(tools["setpriv"] or "setpriv", uid, machine.as_root)
+            argv, outer_env, cwd = [*inner, *view.argv], env, view.cwd
+        if self.cgroup is not None:
+            argv = [*join_command(self.cgroup.procs_files(), tools["sh"] or "/bin/sh"), *argv]
+        return argv, outer_env, cwd
+
+    def header(self) -> str:
+        parts = [f"sandbox {self.mode}"]
+        if self.uid is not None:
+            parts.append(f"uid {self.uid.uid}")
+        parts += limit_lines(self.settings, self.mode, self.cgroup.limited if self.cgroup else {})
+        return f"{super().header()} ({'; '.join(parts)})"
+
+    # --- its end --------------------------------------------------------------------------
+
+    def terminate(self) -> None:
+        """SIGTERM to the bot itself: in "bwrap" its processes are below bubblewrap's (which would
+        die of a SIGTERM and take the bot with it by SIGKILL), so they are signalled one by one:
+        every process of its cgroup, or below bubblewrap's, except bubblewrap's own."""
+        if self.mode != "bwrap" or self.process is None:
+            super().terminate()
+            return
+        outer = self.process.pid
+        inside = (self.cgroup.pids() if self.cgroup is not None else _descendants(outer)) - {outer}
+        for pid in inside:  # bubblewrap's init among them ignores it: it is its namespace's pid 1
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+
+    def returncode_signal(self, code: int) -> int | None:
+        if code < 0:
+            return -code
+        if self.mode == "bwrap" and code > 128:  # bwrap exits 128 + the signal that killed the bot
+            with contextlib.suppress(ValueError):
+                return signal.Signals(code - 128).value
+        return None
+
+    def death_reason(self) -> str | None:
+        code = self.process.returncode if self.process else None
+        if code is None or self.cgroup is None:
+            return None
+        killed = self.returncode_signal(code) == signal.SIGKILL
+        if killed and self.cgroup.stats().oom_kills:
+            return f"killed by the sandbox: memory limit ({self.settings.memory_mib} MiB)"
+        return None
+
+    @property
+    def exit_description(self) -> str:
+        text = super().exit_description
+        if text != "running" and self.cgroup is not None and self.cgroup.stats().forks_refused:
+            text += f" (it had reached its process limit, {self.settings.processes})"
+        return text
+
+    def limits_reached(self) -> list[str]:
+        lines = []
+        if self.cgroup is not None:
+            stats = self.cgroup.stats()
+            if stats.oom_kills:
+                lines.append(f"memory limit ({self.settings.memory_mib} MiB) reached: "
+                             f"{stats.oom_kills} process(es) killed")
+            if stats.forks_refused:
+                lines.append(f"process limit ({self.settings.processes}) reached: "
+                             f"{stats.forks_refused} new process(es) or thread(s) refused")
+        return lines + super().limits_reached()
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time of everything the bot ran so far (its cgroup's count; None without one)."""
+        if self.cgroup is None:
+            return None
+        ns = self.cgroup.stats().cpu_ns
+        return None if ns is None else ns / 1e9
+
+    async def cleanup(self) -> None:
+        """Everything of the bot ends with it: its cgroup's processes, else (root, no cgroup) every
+        process of its uid; then its uid and group are given back."""
+        try:
+            if self.cgroup is not None:
+                await self.cgroup.close()
+            elif self.uid is not None:
+                await _kill_uid(self.uid.uid)
+        finally:
+            self._release()
+            for line in self.limits_reached():
+                self.note(self.log_path.name, line)
+
+    def _release(self) -> None:
+        if self.uid is not None:
+            self.uid.release()
+            self.uid = None
+
+    def described_command(self) -> str:
+        return shlex.join(self.view.argv) if self.view else shlex.join(self.endpoint.command)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid``, from /proc/<pid>/task/<tid>/children (empty where the kernel
+    does not keep those lists)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo and len(found) < 100_000:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                for child in task.read_text().split():
+                    if int(child) not in found:
+                        found.add(int(child))
+                        todo.append(int(child))
+    return found
+
+
+def _check_own_folder(view: BotView, log_path: Path, socket_folder: Path) -> None:
+    """PermissionError when a path shown to the bot holds the referee's logs or its sockets (its
+    folder would be a tournament's, with the database and every bot's log next to it), or is /."""
+    for path in view.read_only:
+        if path == "/":
+            raise PermissionError("the bot's folder would be / (all of the host): give it a folder of its own")
+        for what, inner in (("the referee's logs", log_path.parent), ("the bots' sockets", socket_folder.parent)):
+            if any(inside(form, path) for form in (os.path.abspath(inner), str(inner.resolve()))):
+                raise PermissionError(f"{path} holds {what} ({inner}): give the bot a folder of its own "
+                                      "(cwd), not one with the tournament's files")
+
+
+def _check_readable_by_others(view: BotView) -> None:
+    """A bot with a uid of its own reads its folder and runtime as "others" do: PermissionError
+    naming the first path it could not read (a private folder, e.g. one made by mktemp)."""
+    for path in view.read_only:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            raise PermissionError(f"cannot show {path} to the bot: {exc.strerror}") from None
+        need = (stat.S_IROTH | stat.S_IXOTH) if stat.S_ISDIR(mode) else stat.S_IROTH
+        if mode & need != need:
+            raise PermissionError(f"{path} is not readable by the bot's own uid (mode {stat.S_IMODE(mode):04o}): "
+                                  f"chmod o+r{'x' if stat.S_ISDIR(mode) else ''} it")
+
+
+async def _kill_uid(uid: int, rounds: int = 100) -> None:
+    """SIGKILL every process of ``uid`` until there are none (a bot's own uid: nothing else runs as it)."""
+    for _ in range(rounds):
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if entry.stat().st_uid == uid:
+                        found.append(int(entry.name))
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.01)

@@ -1,0 +1,152 @@
+"""The sandbox's settings in one place: every limit with its default, checked when made.
+
+The same settings come from the tournament file's ``[sandbox]`` table (``from_table``), from the
+``referee`` command's flags, or from the defaults; docs/sandbox.md describes each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UsageError
+
+MODES = ("auto", "bwrap", "limits", "none")
+PASS_ENV_VARIABLE = "CASINO_SANDBOX_PASS_ENV"  # names (comma-separated) the operator lets through
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+MIB = 1 << 20
+
+
+class SandboxSettingsError(UsageError):
+    """Bad sandbox settings: one line per problem (``errors``), each naming the setting."""
+
+    def __init__(self, *errors: str) -> None:
+        super().__init__(*errors)
+        self.errors: tuple[str, ...] = errors
+
+    def __str__(self) -> str:
+        return "\n".join(self.errors)
+
+
+# (low, high) of every numeric setting: outside it is a typo or a setting that cannot work
+# (a Python gRPC bot needs about 8 threads and 40 MiB to start).
+RANGES: dict[str, tuple[float, float]] = {
+    "memory_mib": (32, 1 << 20),
+    "processes": (8, 1 << 16),
+    "cpus": (0.01, 1024),
+    "open_files": (16, 1 << 20),
+    "file_size_mib": (1, 1 << 20),
+    "tmp_mib": (1, 1 << 20),
+    "log_cap_mib": (0.0625, 1 << 20),
+    "uid_first": (1000, 2**32 - 2),
+    "uid_count": (1, 1 << 24),
+}
+
+
+def pass_env_from_environment() -> tuple[str, ...]:
+    """Names in CASINO_SANDBOX_PASS_ENV (the operator's environment): variables of the referee's
+    environment every bot also gets (added to ``pass_env``), e.g. a marker to find bot processes by."""
+    text = os.environ.get(PASS_ENV_VARIABLE, "")
+    return tuple(name for name in (part.strip() for part in text.split(",")) if _ENV_NAME.fullmatch(name))
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """How every bot process is confined (docs/sandbox.md). ``mode``: "auto" (bubblewrap where it
+    works, else "limits" with a one-line warning), "bwrap" (bubblewrap or refuse), "limits"
+    (own uid, rlimits, cgroups, clean environment, no namespaces), "none" (no sandbox)."""
+
+    mode: str = "auto"
+    memory_mib: int = 512  # the bot's processes together (cgroup), else each one's data (RLIMIT_DATA)
+    processes: int = 128  # processes and threads together (pids cgroup), else RLIMIT_NPROC of its uid
+    cpus: float = 1.0  # CPU bandwidth in cores (cpu cgroup quota); not limited without a cpu cgroup
+    open_files: int = 1024  # RLIMIT_NOFILE
+    file_size_mib: int = 64  # RLIMIT_FSIZE: the largest file it may write
+    tmp_mib: int = 64  # its private /tmp (and /dev/shm), each a tmpfs of this size
+    log_cap_mib: float = 4.0  # of its stdout and stderr kept in its log; the rest is discarded
+    read_only: tuple[str, ...] = ()  # more host paths it may read (e.g. a runtime outside its folder)
+    pass_env: tuple[str, ...] = ()  # names of the referee's environment variables it also gets
+    uid_first: int = 800_000  # the uids bots run as when the referee is root: uid_first ...
+    uid_count: int = 10_000  # ... uid_first + uid_count - 1, one per running bot
+
+    def __post_init__(self) -> None:
+        errors = self.problems()
+        if errors:
+            raise SandboxSettingsError(*errors)
+
+    def problems(self) -> list[str]:
+        """One line per bad setting (empty when all are good)."""
+        errors = []
+        if self.mode not in MODES:
+            errors.append(f"sandbox mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        for name, (low, high) in RANGES.items():
+            value = getattr(self, name)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if name in ("cpus", "log_cap_mib"):
+                ok = number and math.isfinite(value) and low <= value <= high
+            else:
+                ok = number and isinstance(value, int) and low <= value <= high
+            if not ok:
+                kind = "a number" if name in ("cpus", "log_cap_mib") else "a whole number"
+                errors.append(f"sandbox {name} must be {kind} from {_number(low)} to {_number(high)}, not {value!r}")
+        if not isinstance(self.read_only, tuple) or not all(isinstance(p, str) for p in self.read_only):
+            errors.append("sandbox read_only must be a list of paths")
+        else:
+            for path in self.read_only:
+                if not os.path.isabs(path) or "\0" in path or not path.isprintable():
+                    errors.append(f"sandbox read_only paths must be absolute, not {path!r}")
+        if not isinstance(self.pass_env, tuple) or not all(
+                isinstance(n, str) and _ENV_NAME.fullmatch(n) for n in self.pass_env):
+            errors.append(f"sandbox pass_env must be environment variable names, not {self.pass_env!r}")
+        return errors
+
+    @property
+    def log_cap_bytes(self) -> int:
+        return int(self.log_cap_mib * MIB)
+
+    def replace(self, **changes: Any) -> "SandboxSettings":
+        """A copy with ``changes`` (None values ignored: a flag that was not given)."""
+        given = {k: v for k, v in changes.items() if v is not None}
+        return dataclasses.replace(self, **given) if given else self
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        """The settings' names: the keys of a ``[sandbox]`` table."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], where: str = "[sandbox]") -> "SandboxSettings":
+        """The settings of a TOML ``[sandbox]`` table; SandboxSettingsError lists every problem,
+        each starting with ``where`` and the key."""
+        known = cls.keys()
+        errors = [f"{where} {key}: unknown setting (the settings: {', '.join(known)})"
+                  for key in table if key not in known]
+        values: dict[str, Any] = {}
+        for key, value in table.items():
+            if key not in known:
+                continue
+            if key in ("read_only", "pass_env"):
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    errors.append(f"{where} {key}: must be a list of strings")
+                    continue
+                value = tuple(value)
+            if key == "cpus" and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if key == "log_cap_mib" and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            values[key] = value
+        if errors:
+            raise SandboxSettingsError(*errors)
+        try:
+            return cls(**values)
+        except SandboxSettingsError as exc:
+            raise SandboxSettingsError(*(f"{where} {line.removeprefix('sandbox ')}" for line in exc.errors)) from None

@@ -1,0 +1,208 @@
+"""The sandbox launcher with real processes: a bot's clean environment and own uid, SIGTERM reaching
+it inside bubblewrap, the folders it is refused, the mode chosen (and said) on a machine without
+bubblewrap, the "limits" mode, and the whole sandbox run by a user other than root."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from referee.bots.endpoint import BotEndpoint
+from referee.bots.launcher import BotProcess, LocalLauncher
+from referee.errors import UsageError
+from referee.match.run import run_match
+from referee.match.spec import MatchSpec
+from referee.rules import RuleOptions
+from referee.sandbox import SandboxLauncher, SandboxSettings, SandboxUnavailableError, make_launcher
+from referee.sandbox.machine import Machine, probe
+from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command
+
+HOSTILE = ROOT / "tests" / "bots" / "hostile"
+NO_BWRAP = probe().bwrap_problem
+needs_bwrap = pytest.mark.skipif(NO_BWRAP is not None, reason=f"bubblewrap cannot run here: {NO_BWRAP}")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a uid of the bot's own)")
+PRINT_ENV = "import json, os; print('env', json.dumps(sorted(os.environ.items())), os.getuid(), flush=True)"
+
+
+@pytest.fixture
+def socket_root() -> Iterator[Path]:
+    """A socket root as run_match makes one, somewhere a bot's own uid may pass through (mode "limits"
+    has no namespaces: its uid walks the host path to its socket)."""
+    folder = Path(tempfile.mkdtemp(prefix="sbx-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def start(launcher: SandboxLauncher | LocalLauncher, command: str, folder: Path, name: str = "b",
+                **env: str) -> BotProcess:
+    (folder / name).mkdir(exist_ok=True)
+    return await launcher.launch(BotEndpoint.parse(command, env=env), f"unix:{folder / name / '1.sock'}",
+                                 folder / f"{name}.log")
+
+
+def printed_env(log: Path) -> tuple[dict[str, str], int]:
+    line = next(x for x in log.read_text().splitlines() if x.startswith("env "))
+    _, data, uid = line.split(" ", 2)[0], line.split(" ", 1)[1].rsplit(" ", 1)[0], int(line.rsplit(" ", 1)[1])
+    return dict(json.loads(data)), uid
+
+
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["bwrap", "limits"])
+def test_a_clean_environment_and_a_uid_of_its_own(socket_root: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   mode: str) -> None:
+    monkeypatch.setenv("REFEREE_SECRET", "s3cret")
+    launcher = make_launcher(SandboxSettings(mode=mode))
+
+    async def both() -> list[tuple[dict[str, str], int]]:
+        procs = [await start(launcher, f"{shlex.quote(sys.executable)} -c {shlex.quote(PRINT_ENV + '; import time; time.sleep(30)')}",
+                             socket_root, name, BOT_SETTING="x") for name in ("a", "b")]
+        try:
+            for _ in range(600):
+                if all("env " in (socket_root / f"{n}.log").read_text() for n in ("a", "b")):
+                    break
+                await asyncio.sleep(0.05)
+            return [printed_env(socket_root / f"{n}.log") for n in ("a", "b")]
+        finally:
+            for proc in procs:
+                await proc.stop()
+
+    (env_a, uid_a), (_, uid_b) = asyncio.run(both())
+    assert "REFEREE_SECRET" not in env_a
+    expected = {"PATH", "HOME", "TMPDIR", "CASINO_BOT_ADDRESS", "BOT_SETTING", "CASINO_TEST_SESSION"}
+    # PWD (its working directory, set by the shell that joins its cgroup) and LC_CTYPE (Python's own
+    # locale coercion) come from inside, not from the referee
+    assert set(env_a) - {"PWD", "LC_CTYPE"} == expected, "its spec's env, the address, HOME, TMPDIR, PATH, markers"
+    assert env_a["BOT_SETTING"] == "x"
+    if mode == "bwrap":
+        assert env_a["CASINO_BOT_ADDRESS"] == "unix:/run/casino/1.sock" and env_a["HOME"] == env_a["TMPDIR"] == "/tmp"
+    else:
+        assert env_a["CASINO_BOT_ADDRESS"] == f"unix:{socket_root / 'a' / '1.sock'}"
+    if os.geteuid() == 0:
+        assert uid_a != 0 and uid_b != 0 and uid_a != uid_b, "a uid of its own, one per running bot"
+        assert 800_000 <= uid_a < 810_000
+
+
+@needs_bwrap
+def test_sigterm_reaches_the_bot_inside_bubblewrap(tmp_path: Path) -> None:
+    """The sample bots say "shutting down" on SIGTERM: the referee's stop reaches the bot itself,
+    not only bubblewrap (whose death would SIGKILL it)."""
+    launcher = make_launcher(SandboxSettings(mode="bwrap"))
+    greedy = shlex.join([sys.executable, str(ROOT / "sample_bots" / "python" / "greedy_bot.py")])
+    spec = MatchSpec(bots=[BotEndpoint.parse(greedy), BotEndpoint.parse(builtin_bot_command(1))],
+                     options=RuleOptions(players=2), time_control=ROOMY_TIME, logs_dir=tmp_path)
+    report = asyncio.run(asyncio.wait_for(run_match(spec, launcher=launcher), 120))
+    assert report.games[0].result.failures == []
+    assert "greedy-bot: shutting down" in (report.logs_dir / "bot0.log").read_text()
+
+
+@needs_bwrap
+def test_a_folder_holding_the_logs_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "bot.py").write_text("")
+    launcher = make_launcher(SandboxSettings(mode="bwrap"))
+    spec = MatchSpec(bots=[BotEndpoint.parse(f"{shlex.quote(sys.executable)} bot.py", cwd=str(tmp_path)),
+                           BotEndpoint.parse(builtin_bot_command(1))],
+                     options=RuleOptions(players=2), time_control=ROOMY_TIME, logs_dir=tmp_path / "logs")
+    report = asyncio.run(asyncio.wait_for(run_match(spec, launcher=launcher), 120))
+    (failure,) = report.games[0].result.failures
+    assert failure.reason == (f"cannot start {spec.bots[0].spec!r}: {tmp_path} holds the referee's logs "
+                              f"({report.logs_dir}): give the bot a folder of its own (cwd), not one with the "
+                              "tournament's files")
+
+
+@needs_bwrap
+@needs_root
+def test_a_folder_its_uid_cannot_read_is_refused_with_its_mode(socket_root: Path) -> None:
+    private = Path(tempfile.mkdtemp(dir=socket_root))  # 0700, as mktemp makes them
+    (private / "bot.py").write_text("")
+    launcher = make_launcher(SandboxSettings(mode="bwrap"))
+    with pytest.raises(PermissionError, match=r"is not readable by the bot's own uid \(mode 0700\): chmod o\+rx it"):
+        asyncio.run(start(launcher, f"{shlex.quote(sys.executable)} {private / 'bot.py'}", socket_root))
+
+
+def test_the_mode_chosen_and_said_once() -> None:
+    said: list[str] = []
+    machine = probe()
+    without = Machine(as_root=machine.as_root, tools=machine.tools, bwrap_problem="bubblewrap (bwrap) is not installed",
+                      limits_problem=None, cgroups=machine.cgroups, cgroup_problem=machine.cgroup_problem)
+    fallback = make_launcher(SandboxSettings(), without, said.append)
+    assert isinstance(fallback, SandboxLauncher) and fallback.mode == "limits"
+    assert len(said) == 1 and said[0].startswith("sandbox: no bubblewrap sandbox (bubblewrap (bwrap) is not installed): "
+                                                 "bots run in mode \"limits\"")
+    with pytest.raises(SandboxUnavailableError, match=r'^sandbox mode "bwrap" cannot run here: bubblewrap \(bwrap\) '
+                                                      r"is not installed$"):
+        make_launcher(SandboxSettings(mode="bwrap"), without, said.append)
+    said.clear()
+    off = make_launcher(SandboxSettings(mode="none"), warn=said.append)
+    assert isinstance(off, LocalLauncher) and said == [
+        'sandbox off (mode "none"): bots run as this user with the referee\'s environment, files and network, '
+        "and no limits"]
+    with pytest.raises(UsageError, match="^sandbox read_only path /no/such/path does not exist$"):
+        make_launcher(SandboxSettings(read_only=("/no/such/path",)), machine, said.append)
+
+
+@needs_bwrap
+def test_limits_mode_plays_and_kills_what_the_bot_leaves(socket_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No namespaces: the bot runs on the host as its own uid (root), yet its daemon ends with it
+    (its cgroup, or every process of its uid) and a memory hog is killed at its limit."""
+    monkeypatch.setattr(tempfile, "tempdir", str(socket_root))  # run_match's socket root: reachable by its uid
+    launcher = make_launcher(SandboxSettings(mode="limits", memory_mib=128))
+    daemon = shlex.join([sys.executable, str(HOSTILE / "daemon.py")])
+    hog = shlex.join([sys.executable, str(HOSTILE / "hog_memory.py")])
+    spec = MatchSpec(bots=[BotEndpoint.parse(daemon), BotEndpoint.parse(hog)], options=RuleOptions(players=2),
+                     time_control=ROOMY_TIME, logs_dir=socket_root / "logs")
+    report = asyncio.run(asyncio.wait_for(run_match(spec, launcher=launcher), 120))
+    (failure,) = report.games[0].result.failures
+    if launcher.machine.cgroups is not None and "memory" in launcher.machine.cgroups.bases:  # type: ignore[attr-defined]
+        assert failure.reason == "the bot process killed by the sandbox: memory limit (128 MiB)"
+    assert "(sandbox limits;" in (report.logs_dir / "bot0.log").read_text()
+    assert_no_bot_processes(patterns=("tests/bots/hostile/",))
+
+
+def _nobody_python() -> str | None:
+    """A system interpreter of this Python's version that an unprivileged user can run (this one
+    may live in root's home), or None."""
+    candidate = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    return candidate if os.access(candidate, os.X_OK) else None
+
+
+@needs_bwrap
+@needs_root
+@pytest.mark.skipif(_nobody_python() is None, reason="no system Python of this version for an unprivileged user")
+def test_an_unprivileged_referee_sandboxes_its_bots_in_user_namespaces(socket_root: Path) -> None:
+    """`referee match` run as nobody: bubblewrap makes a user namespace per bot; without cgroups the
+    process limit is RLIMIT_NPROC, counted in the bot's own user namespace (a fork bomb is refused
+    below it although every bot has the same host uid), and nothing is left running."""
+    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    os.chown(socket_root, 65534, 65534)
+    python = _nobody_python()
+    assert python is not None
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(socket_root), "TMPDIR": str(socket_root),
+           "PYTHONPATH": f"{site}:{ROOT}", "CASINO_TEST_SESSION": os.environ["CASINO_TEST_SESSION"],
+           "CASINO_SANDBOX_PASS_ENV": "PYTHONPATH,CASINO_TEST_SESSION"}
+    bomb = shlex.join([python, str(HOSTILE / "fork_bomb.py")])
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-m", "referee.cli",
+                           "match", "--bot", bomb, "--bot", f"{python} -m referee.bots.builtin", "--processes", "32",
+                           "--sandbox", "bwrap", "--read-only", str(ROOT), "--logs", str(socket_root / "logs"),
+                           "--move-time", "2000"],
+                          cwd="/", env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "(forfeit)" not in done.stdout
+    (log,) = (socket_root / "logs").glob("*/bot0.log")
+    text = log.read_text()
+    assert "(sandbox bwrap; memory 512 MiB" in text and "processes 32 (RLIMIT_NPROC of its uid)" in text
+    forks = json.loads(next(line for line in text.splitlines() if line.startswith("hostile: forks "))[15:])
+    assert forks["refused"] == "EAGAIN" and 0 < forks["children"] < 32, forks
+    assert_no_bot_processes(patterns=("tests/bots/hostile/",))
