@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli.main import build_parser
+from referee.cli.sandbox_args import add_sandbox_args
 from referee.service import settings as service
 from tests.support import run_referee
 
@@ -51,8 +52,12 @@ def blocks(kind: str) -> list[str]:
 
 def test_the_options_table_is_the_commands() -> None:
     rows = table("## Options")
+    sandbox = argparse.ArgumentParser()
+    add_sandbox_args(sandbox)  # documented in docs/sandbox.md, named in a sentence here
+    sandbox_options = {a.option_strings[-1] for a in sandbox._actions if a.option_strings}
     options = {action.option_strings[-1]: action for action in serve_parser()._actions
-               if action.option_strings and action.dest != "help"}
+               if action.option_strings and action.dest != "help" and action.option_strings[-1] not in sandbox_options}
+    assert all(f"`{name}`" in DOC for name in ("--sandbox", "--memory", "--read-only"))
     assert set(rows) == set(options) - {"--verbose"} | {"-v"}
     for name, action in options.items():
         if name == "--verbose" or action.default in (None, False):
