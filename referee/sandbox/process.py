@@ -10,8 +10,8 @@ import os
 import shlex
 import signal
 import stat
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import ADDRESS_ENV, BotProcess
@@ -87,10 +87,7 @@ class SandboxedProcess(BotProcess):
         if self.uid is not None:
             os.chown(socket_folder, uid, uid)
         socket_folder.chmod(0o700)
-        env = {"PATH": view.path_env}
-        env.update((name, os.environ[name]) for name in (*settings.pass_env, *pass_env_from_environment())
-                   if name in os.environ)
-        env.update(self.endpoint.env)
+        env = self._environment(view)
         inner = [*prlimit_argv(tools["prlimit"] or "prlimit", self.rlimits)]
         if self.mode == "bwrap":
             if machine.as_root:
@@ -115,6 +112,15 @@ class SandboxedProcess(BotProcess):
             argv = [*join_command(self.cgroup.procs_files(), tools["sh"] or "/bin/sh"), *argv]
         return argv, outer_env, cwd
 
+    def _environment(self, view: BotView) -> dict[str, str]:
+        """What the bot's environment holds besides HOME, TMPDIR and its address: PATH, the
+        variables ``pass_env`` (and CASINO_SANDBOX_PASS_ENV) name, and its spec's ``env``."""
+        env = {"PATH": view.path_env}
+        env.update((name, os.environ[name]) for name in (*self.settings.pass_env, *pass_env_from_environment())
+                   if name in os.environ)
+        env.update(self.endpoint.env)
+        return env
+
     def header(self) -> str:
         parts = [f"sandbox {self.mode}"]
         if self.uid is not None:
@@ -132,8 +138,8 @@ class SandboxedProcess(BotProcess):
             super().terminate()
             return
         outer = self.process.pid
-        inside = (self.cgroup.pids() if self.cgroup is not None else _descendants(outer)) - {outer}
-        for pid in inside:  # bubblewrap's init among them ignores it: it is its namespace's pid 1
+        pids = (self.cgroup.pids() if self.cgroup is not None else _descendants(outer)) - {outer}
+        for pid in pids:  # bubblewrap's init among them ignores it: it is its namespace's pid 1
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
 

@@ -206,3 +206,29 @@ def test_an_unprivileged_referee_sandboxes_its_bots_in_user_namespaces(socket_ro
     forks = json.loads(next(line for line in text.splitlines() if line.startswith("hostile: forks "))[15:])
     assert forks["refused"] == "EAGAIN" and 0 < forks["children"] < 32, forks
     assert_no_bot_processes(patterns=("tests/bots/hostile/",))
+
+
+@needs_bwrap
+def test_the_referees_cpu_group_weighs_as_many_processes_as_it_has_bots(socket_root: Path) -> None:
+    """Outside a sandbox each bot competes for CPU as one process; in their group all of them would
+    weigh as one, unless the group's weight follows the number of bots."""
+    launcher = make_launcher(SandboxSettings(mode="bwrap"))
+    tree = launcher.machine.cgroups if isinstance(launcher, SandboxLauncher) else None
+    if tree is None or "cpu" not in tree.bases:
+        pytest.skip("no cpu cgroup here")
+    weight = tree.bases["cpu"] / ("cpu.weight" if tree.version == 2 else "cpu.shares")
+    unit = 100 if tree.version == 2 else 1024
+    sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
+
+    async def two() -> list[int]:
+        seen = []
+        a = await start(launcher, sleeper, socket_root, "a")
+        seen.append(int(weight.read_text()))
+        b = await start(launcher, sleeper, socket_root, "b")
+        seen.append(int(weight.read_text()))
+        await a.stop()
+        seen.append(int(weight.read_text()))
+        await b.stop()
+        return seen
+
+    assert asyncio.run(two())[:3] == [unit, 2 * unit, unit]
