@@ -33,21 +33,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import grpc  # noqa: E402
-from rich.console import Console  # noqa: E402
+import grpc
+from rich.console import Console
 
-from arena import live_run, storage  # noqa: E402
-from arena.config import load_config  # noqa: E402
-from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2  # noqa: E402
-from referee.bots.endpoint import BotEndpoint  # noqa: E402
-from referee.bots.health import wait_healthy  # noqa: E402
-from referee.bots.launcher import Launcher  # noqa: E402
-from referee.clock import TimeControl  # noqa: E402
-from referee.match.run import run_match  # noqa: E402
-from referee.match.spec import MatchSpec  # noqa: E402
-from referee.rules import RuleOptions  # noqa: E402
-from referee.sandbox import SandboxLauncher, SandboxSettings, make_launcher  # noqa: E402
-from referee.wire.connection import CHANNEL_OPTIONS  # noqa: E402
+from arena import live_run, storage
+from arena.config import load_config
+from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2
+from referee.bots.endpoint import BotEndpoint
+from referee.bots.health import wait_healthy
+from referee.bots.launcher import Launcher
+from referee.clock import TimeControl
+from referee.match.run import run_match
+from referee.match.spec import MatchSpec
+from referee.rules import RuleOptions
+from referee.sandbox import SandboxLauncher, SandboxSettings, make_launcher
+from referee.wire.connection import CHANNEL_OPTIONS
 
 BUILTIN = f"{sys.executable} -m referee.bots.builtin"
 MODES = ("auto", "none")
@@ -57,7 +57,8 @@ def launchers() -> dict[str, Launcher]:
     found = {mode: make_launcher(SandboxSettings(mode=mode)) for mode in MODES}
     sandbox = found["auto"]
     name = sandbox.mode if isinstance(sandbox, SandboxLauncher) else "none"
-    print(f"sandbox mode here: {name}; cgroups: {'yes' if getattr(sandbox, 'machine', None) and sandbox.machine.cgroups else 'no'}")
+    cgroups = isinstance(sandbox, SandboxLauncher) and sandbox.machine.cgroups is not None
+    print(f"sandbox mode here: {name}; cgroups: {'yes' if cgroups else 'no'}")
     return found
 
 
@@ -161,7 +162,8 @@ def show(title: str, values: dict[str, list[float]], unit: str, scale: float = 1
     med = {mode: statistics.median(v) * scale for mode, v in values.items()}
     spread = {mode: f"{min(v) * scale:.2f}-{max(v) * scale:.2f}" for mode, v in values.items()}
     print(f"{title}: sandbox {med['auto']:.3f} {unit} ({spread['auto']}), none {med['none']:.3f} {unit} "
-          f"({spread['none']}); ratio {med['auto'] / med['none']:.3f}, difference {med['auto'] - med['none']:+.3f} {unit}")
+          f"({spread['none']}); ratio {med['auto'] / med['none']:.3f}, "
+          f"difference {med['auto'] - med['none']:+.3f} {unit}")
 
 
 def main() -> int:
