@@ -72,6 +72,8 @@ class SandboxedProcess(BotProcess):
         _check_own_folder(view, self.log_path, socket_folder)
         if machine.as_root:
             _check_readable_by_others(view)
+            if self.mode == "limits":  # no mount namespace: its uid walks the host's paths
+                _check_passable_by_others([*view.read_only, str(socket_folder.parent)])
             self.uid = take_uid(settings.uid_first, settings.uid_count)
         if machine.cgroups is not None:
             self.cgroup = machine.cgroups.new_group(self.log_path.stem)
@@ -247,6 +249,20 @@ def _check_readable_by_others(view: BotView) -> None:
         if mode & need != need:
             raise PermissionError(f"{path} is not readable by the bot's own uid (mode {stat.S_IMODE(mode):04o}): "
                                   f"chmod o+r{'x' if stat.S_ISDIR(mode) else ''} it")
+
+
+def _check_passable_by_others(paths: list[str]) -> None:
+    """In mode "limits" a bot with a uid of its own reaches its files and socket through the host's
+    folders: PermissionError naming the first folder on the way others may not pass (o+x)."""
+    for path in paths:
+        folder = os.path.dirname(os.path.abspath(path))
+        while folder != "/":
+            with contextlib.suppress(OSError):
+                if not os.stat(folder).st_mode & stat.S_IXOTH:
+                    raise PermissionError(f"the bot's own uid cannot pass through {folder} (mode "
+                                          f"{stat.S_IMODE(os.stat(folder).st_mode):04o}) to reach {path}: chmod o+x it "
+                                          "(or, for its socket, use a TMPDIR others may pass through)")
+            folder = os.path.dirname(folder)
 
 
 async def _kill_uid(uid: int, rounds: int = 100) -> None:

@@ -232,3 +232,15 @@ def test_the_referees_cpu_group_weighs_as_many_processes_as_it_has_bots(socket_r
         return seen
 
     assert asyncio.run(two())[:3] == [unit, 2 * unit, unit]
+
+
+@needs_root
+def test_limits_mode_refuses_a_socket_its_uid_cannot_reach(socket_root: Path) -> None:
+    """Without a mount namespace the bot's own uid walks the host's folders to its socket: one it
+    may not pass through stops its start, naming the folder (instead of a bot that never listens)."""
+    if probe().limits_problem:
+        pytest.skip(probe().limits_problem or "")
+    private = Path(tempfile.mkdtemp(dir=socket_root))  # 0700
+    launcher = make_launcher(SandboxSettings(mode="limits"))
+    with pytest.raises(PermissionError, match=rf"^the bot's own uid cannot pass through {private} \(mode 0700\)"):
+        asyncio.run(start(launcher, builtin_bot_command(1), private))
