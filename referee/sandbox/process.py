@@ -73,7 +73,7 @@ class SandboxedProcess(BotProcess):
         if machine.as_root:
             _check_readable_by_others(view)
             if self.mode == "limits":  # no mount namespace: its uid walks the host's paths
-                _check_passable_by_others([*view.read_only, str(socket_folder.parent)])
+                _check_passable_by_others([*view.read_only, str(socket_folder)])
             self.uid = take_uid(settings.uid_first, settings.uid_count)
         if machine.cgroups is not None:
             self.cgroup = machine.cgroups.new_group(self.log_path.stem)
