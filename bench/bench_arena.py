@@ -83,11 +83,13 @@ def tournament_file(folder: Path, games_per_pairing: int, concurrency: int, data
 
 
 class BotMemorySampler:
-    """Peak VmHWM and count of this process's direct children (the bots), read from /proc on Linux."""
+    """Peak VmHWM of this process's descendants and count of its direct children (the bots, or
+    their sandboxes: a sandboxed bot runs below bubblewrap), read from /proc on Linux."""
 
     def __init__(self, interval_s: float = 0.2) -> None:
         self.interval_s = interval_s
         self.peak_kib: dict[int, int] = {}
+        self.children: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -100,20 +102,35 @@ class BotMemorySampler:
         self._thread.join()
 
     def _loop(self) -> None:
-        me = str(os.getpid())
+        me = os.getpid()
         while not self._stop.wait(self.interval_s):
+            parents: dict[int, int] = {}
+            peaks: dict[int, int] = {}
             for status in Path("/proc").glob("[0-9]*/status"):
                 try:
                     fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
                 except OSError:  # the process ended between listing and reading
                     continue
-                if fields.get("PPid", "").strip() == me and "VmHWM" in fields:
-                    pid = int(status.parent.name)
-                    self.peak_kib[pid] = max(self.peak_kib.get(pid, 0), int(fields["VmHWM"].split()[0]))
+                pid = int(status.parent.name)
+                parents[pid] = int(fields.get("PPid", "0").strip() or 0)
+                if "VmHWM" in fields:
+                    peaks[pid] = int(fields["VmHWM"].split()[0])
+            for pid, peak in peaks.items():
+                up, hops = parents.get(pid, 0), 0
+                while up not in (0, 1, me) and hops < 20:  # is it below this process?
+                    up, hops = parents.get(up, 0), hops + 1
+                if up == me:
+                    self.peak_kib[pid] = max(self.peak_kib.get(pid, 0), peak)
+                    if parents.get(pid) == me:
+                        self.children.add(pid)
 
     @property
     def largest_mib(self) -> float:
         return max(self.peak_kib.values(), default=0) / 1024
+
+    @property
+    def bot_processes(self) -> int:
+        return len(self.children)
 
 
 def one_run(games_per_pairing: int, concurrency: int, database: str | None) -> dict[str, float]:
@@ -146,7 +163,7 @@ def one_run(games_per_pairing: int, concurrency: int, database: str | None) -> d
         "arena_share": BOOKKEEPING["cpu"] / total, "referee_share": (cpu - BOOKKEEPING["cpu"]) / total,
         "bots_share": bots_cpu / total,
         "arena_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "bot_peak_mib": sampler.largest_mib, "bot_processes": len(sampler.peak_kib),
+        "bot_peak_mib": sampler.largest_mib, "bot_processes": sampler.bot_processes,
     }
 
 

@@ -9,7 +9,8 @@ alike, and each figure is a median; the ratios are sandbox / none.
    built-in random bot (``python -m referee.bots.builtin``), N starts per mode; and the sandbox's
    own cost without Python's start-up: from asking for ``true`` to its exit.
 2. Per-move round trip: one open Play stream to the built-in bot started by each launcher; a Turn
-   with one legal move, its answer, N times (as bench/bench_protocol.py's bare round trip).
+   with one legal move, its answer, N times (as bench/bench_protocol.py's bare round trip); and
+   the referee's wall time per play in a match of two built-in bots (bots ready to match end).
 3. Tournament games/s: a 4-bot round robin of the sample random and greedy bots as ``arena run``
    plays it (run_tournament), ``[sandbox] mode`` "auto" (the default) against "none", bot
    start-up included.
@@ -32,17 +33,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import grpc  # noqa: E402
-from rich.console import Console  # noqa: E402
+import grpc
+from rich.console import Console
 
-from arena import live_run, storage  # noqa: E402
-from arena.config import load_config  # noqa: E402
-from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2  # noqa: E402
-from referee.bots.endpoint import BotEndpoint  # noqa: E402
-from referee.bots.health import wait_healthy  # noqa: E402
-from referee.bots.launcher import Launcher  # noqa: E402
-from referee.sandbox import SandboxLauncher, SandboxSettings, make_launcher  # noqa: E402
-from referee.wire.connection import CHANNEL_OPTIONS  # noqa: E402
+from arena import live_run, storage
+from arena.config import load_config
+from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2
+from referee.bots.endpoint import BotEndpoint
+from referee.bots.health import wait_healthy
+from referee.bots.launcher import Launcher
+from referee.clock import TimeControl
+from referee.match.run import run_match
+from referee.match.spec import MatchSpec
+from referee.rules import RuleOptions
+from referee.sandbox import SandboxLauncher, SandboxSettings, make_launcher
+from referee.wire.connection import CHANNEL_OPTIONS
 
 BUILTIN = f"{sys.executable} -m referee.bots.builtin"
 MODES = ("auto", "none")
@@ -52,7 +57,8 @@ def launchers() -> dict[str, Launcher]:
     found = {mode: make_launcher(SandboxSettings(mode=mode)) for mode in MODES}
     sandbox = found["auto"]
     name = sandbox.mode if isinstance(sandbox, SandboxLauncher) else "none"
-    print(f"sandbox mode here: {name}; cgroups: {'yes' if getattr(sandbox, 'machine', None) and sandbox.machine.cgroups else 'no'}")
+    cgroups = isinstance(sandbox, SandboxLauncher) and sandbox.machine.cgroups is not None
+    print(f"sandbox mode here: {name}; cgroups: {'yes' if cgroups else 'no'}")
     return found
 
 
@@ -104,6 +110,22 @@ async def round_trips(launcher: Launcher, n: int, folder: Path) -> float:
         await process.stop()
 
 
+async def match_per_play(launcher: Launcher, games: int, folder: Path) -> float:
+    """Seconds of wall time per play in a match of two built-in bots, from both being ready to its
+    end: the referee's round trip as a game sees it (Turn built, sent, answered, judged)."""
+    spec = MatchSpec(bots=[BotEndpoint.parse(BUILTIN), BotEndpoint.parse(BUILTIN)], options=RuleOptions(players=2),
+                     games=games, seed=7, time_control=TimeControl(move_time_ms=2000), logs_dir=folder / "logs")
+    ready: list[float] = []
+
+    def on_event(event: object) -> None:
+        if event.WhichOneof("event") == "match_started":  # type: ignore[attr-defined]
+            ready.append(time.perf_counter())
+
+    report = await run_match(spec, on_event, launcher=launcher)
+    elapsed = time.perf_counter() - ready[0]
+    return elapsed / sum(len(g.record["timings_us"]) for g in report.games)
+
+
 def tournament(mode: str, games_per_pairing: int, folder: Path) -> float:
     """Games/s of a 4-bot round robin (2 random, 2 greedy sample bots), start-up included."""
     py = sys.executable
@@ -113,7 +135,7 @@ def tournament(mode: str, games_per_pairing: int, folder: Path) -> float:
              "[time]", "move_ms = 2000", "[sandbox]", f'mode = "{mode}"']
     for name, command in bots:
         lines += ["[[bots]]", f'name = "{name}"', f"command = {json.dumps(command)}"]
-    path = folder / f"bench-{mode}.toml"
+    path = Path(tempfile.mkdtemp(prefix=f"cup-{mode}-", dir=folder)) / "bench.toml"  # a new database each time
     path.write_text("\n".join(lines) + "\n")
     config = load_config(path)
     start = time.perf_counter()
@@ -140,7 +162,8 @@ def show(title: str, values: dict[str, list[float]], unit: str, scale: float = 1
     med = {mode: statistics.median(v) * scale for mode, v in values.items()}
     spread = {mode: f"{min(v) * scale:.2f}-{max(v) * scale:.2f}" for mode, v in values.items()}
     print(f"{title}: sandbox {med['auto']:.3f} {unit} ({spread['auto']}), none {med['none']:.3f} {unit} "
-          f"({spread['none']}); ratio {med['auto'] / med['none']:.3f}, difference {med['auto'] - med['none']:+.3f} {unit}")
+          f"({spread['none']}); ratio {med['auto'] / med['none']:.3f}, "
+          f"difference {med['auto'] - med['none']:+.3f} {unit}")
 
 
 def main() -> int:
@@ -148,6 +171,7 @@ def main() -> int:
     parser.add_argument("--starts", type=int, default=20, help="start-ups per mode")
     parser.add_argument("--round-trips", type=int, default=2000, help="per stream")
     parser.add_argument("--rtt-runs", type=int, default=5, help="streams per mode")
+    parser.add_argument("--match-games", type=int, default=20, help="games of each timed match")
     parser.add_argument("--games-per-pairing", type=int, default=10, help="6 pairings: 60 games per tournament")
     parser.add_argument("--runs", type=int, default=3, help="tournaments per mode")
     args = parser.parse_args()
@@ -163,6 +187,9 @@ def main() -> int:
              alternate(args.starts, lambda m: asyncio.run(start_up(found[m], BUILTIN, folder, False))), "ms", 1000)
         show(f"round trip per move (median of {args.round_trips})",
              alternate(args.rtt_runs, lambda m: asyncio.run(round_trips(found[m], args.round_trips, folder))), "ms",
+             1000)
+        show(f"referee wall time per play, a match of {args.match_games} games of two built-in bots",
+             alternate(args.rtt_runs, lambda m: asyncio.run(match_per_play(found[m], args.match_games, folder))), "ms",
              1000)
         show(f"tournament, 4 sample bots, {6 * args.games_per_pairing} games, concurrency 2",
              alternate(args.runs, lambda m: tournament(m, args.games_per_pairing, folder)), "games/s")

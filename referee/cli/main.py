@@ -16,8 +16,8 @@ from ..perft import perft, perft_divide
 from ..players import RandomPlayer
 from ..rules import GameState, RuleOptions, RulesError, apply, game_record, new_game, parse_deck
 from .match import MAX_DECK_BYTES, MAX_RECORD_BYTES, add_match_args, cmd_check, cmd_match, make_folder, read_text_file
-from .sandbox_args import add_sandbox_args, launcher_from_args
 from .render import deal_header, describe_result, describe_sheet, play_line, record_lines
+from .sandbox_args import add_sandbox_args, launcher_from_args
 
 
 class _Parser(argparse.ArgumentParser):

@@ -25,7 +25,7 @@ from ..match.spec import FailurePolicy, MatchSpec
 from ..rules import RuleOptions, parse_deck
 from ..rules.errors import RulesError
 from ..sandbox import SandboxLauncher
-from .files import make_folder, read_text_file  # noqa: F401  (make_folder: also for the other commands)
+from .files import make_folder, read_text_file
 from .sandbox_args import launcher_from_args
 
 F = game_pb2.FailureKind
@@ -252,8 +252,8 @@ def sandbox_lines(launcher: Launcher, endpoint: BotEndpoint) -> list[str]:
     if isinstance(launcher, SandboxLauncher):
         lines = launcher.describe(endpoint)
     elif endpoint.is_process:
-        lines = ["sandbox: none: the bot runs as this user with the referee's environment, files and network, "
-                 "no limits but its log's"]
+        lines = [("sandbox: none: the bot runs as this user with the referee's environment, files and network, "
+                  "no limits but its log's")]
     else:
         lines = []
     if not endpoint.is_process:

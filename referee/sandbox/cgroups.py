@@ -15,6 +15,7 @@ import contextlib
 import errno
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +70,7 @@ class BotCgroup:
     paths: dict[str, Path]
     limited: dict[str, str] = field(default_factory=dict)  # limit -> how ("cgroup")
     final: CgroupStats | None = None  # read once the bot has ended, before the group is removed
+    on_close: Callable[[], None] | None = None  # told once the group is gone
 
     @property
     def folders(self) -> list[Path]:
@@ -162,6 +164,9 @@ class BotCgroup:
                     if exc.errno != errno.EBUSY:
                         break
                     await asyncio.sleep(0.01)
+        if self.on_close is not None:
+            self.on_close()
+            self.on_close = None
 
 
 @dataclass
@@ -173,6 +178,7 @@ class CgroupTree:
     bases: dict[str, Path]
     made: set[Path] = field(default_factory=set)
     _count: int = 0
+    live: int = 0  # bot groups that exist now
 
     def new_group(self, label: str) -> BotCgroup:
         """A new group for one bot process; OSError when it cannot be made."""
@@ -196,7 +202,26 @@ class CgroupTree:
                 with contextlib.suppress(OSError):
                     folder.rmdir()
             raise
-        return BotCgroup(self.version, paths)
+        self.live += 1
+        self._weigh()
+        return BotCgroup(self.version, paths, on_close=self._released)
+
+    def _released(self) -> None:
+        self.live -= 1
+        self._weigh()
+
+    def _weigh(self) -> None:
+        """Give the referee's parent cpu group the weight of as many ordinary processes as it has
+        bots, so each bot competes for CPU as it would outside a sandbox (a group weighs as one
+        process: without this, all the referee's bots together would weigh as one)."""
+        base = self.bases.get("cpu")
+        if base is None or base not in self.made:
+            return
+        with contextlib.suppress(OSError):
+            if self.version == 2:
+                _write(base / "cpu.weight", str(min(10_000, 100 * max(1, self.live))))
+            else:
+                _write(base / "cpu.shares", str(min(262_144, 1024 * max(1, self.live))))
 
     def remove(self) -> None:
         """Remove the referee's parent groups (empty once every bot group is gone)."""

@@ -75,11 +75,11 @@ class SandboxLauncher:
         uid = (f"a uid of its own from {self.settings.uid_first}" if self.machine.as_root
                else f"uid {os.getuid()} ({_user()}) like the referee")
         if self.mode == "bwrap":
-            lines = [f"sandbox: bwrap: own PID, network, IPC, UTS namespaces (no network), {uid}, no capabilities, "
-                     "clean environment"]
+            lines = [(f"sandbox: bwrap: own PID, network, IPC, UTS namespaces (no network), {uid}, no capabilities, "
+                      "clean environment")]
         else:
-            lines = [f"sandbox: limits: {uid}, clean environment; host files and network as that uid sees them "
-                     "(no namespaces)"]
+            lines = [(f"sandbox: limits: {uid}, clean environment; host files and network as that uid sees them "
+                      "(no namespaces)")]
         lines.append("limits: " + ", ".join(self.limit_lines()))
         if self.mode == "bwrap" and endpoint.is_process:
             try:

@@ -10,8 +10,8 @@ import os
 import shlex
 import signal
 import stat
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import ADDRESS_ENV, BotProcess
@@ -72,6 +72,8 @@ class SandboxedProcess(BotProcess):
         _check_own_folder(view, self.log_path, socket_folder)
         if machine.as_root:
             _check_readable_by_others(view)
+            if self.mode == "limits":  # no mount namespace: its uid walks the host's paths
+                _check_passable_by_others([*view.read_only, str(socket_folder)])
             self.uid = take_uid(settings.uid_first, settings.uid_count)
         if machine.cgroups is not None:
             self.cgroup = machine.cgroups.new_group(self.log_path.stem)
@@ -87,10 +89,7 @@ class SandboxedProcess(BotProcess):
         if self.uid is not None:
             os.chown(socket_folder, uid, uid)
         socket_folder.chmod(0o700)
-        env = {"PATH": view.path_env}
-        env.update((name, os.environ[name]) for name in (*settings.pass_env, *pass_env_from_environment())
-                   if name in os.environ)
-        env.update(self.endpoint.env)
+        env = self._environment(view)
         inner = [*prlimit_argv(tools["prlimit"] or "prlimit", self.rlimits)]
         if self.mode == "bwrap":
             if machine.as_root:
@@ -115,6 +114,15 @@ class SandboxedProcess(BotProcess):
             argv = [*join_command(self.cgroup.procs_files(), tools["sh"] or "/bin/sh"), *argv]
         return argv, outer_env, cwd
 
+    def _environment(self, view: BotView) -> dict[str, str]:
+        """What the bot's environment holds besides HOME, TMPDIR and its address: PATH, the
+        variables ``pass_env`` (and CASINO_SANDBOX_PASS_ENV) name, and its spec's ``env``."""
+        env = {"PATH": view.path_env}
+        env.update((name, os.environ[name]) for name in (*self.settings.pass_env, *pass_env_from_environment())
+                   if name in os.environ)
+        env.update(self.endpoint.env)
+        return env
+
     def header(self) -> str:
         parts = [f"sandbox {self.mode}"]
         if self.uid is not None:
@@ -132,8 +140,8 @@ class SandboxedProcess(BotProcess):
             super().terminate()
             return
         outer = self.process.pid
-        inside = (self.cgroup.pids() if self.cgroup is not None else _descendants(outer)) - {outer}
-        for pid in inside:  # bubblewrap's init among them ignores it: it is its namespace's pid 1
+        pids = (self.cgroup.pids() if self.cgroup is not None else _descendants(outer)) - {outer}
+        for pid in pids:  # bubblewrap's init among them ignores it: it is its namespace's pid 1
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
 
@@ -241,6 +249,20 @@ def _check_readable_by_others(view: BotView) -> None:
         if mode & need != need:
             raise PermissionError(f"{path} is not readable by the bot's own uid (mode {stat.S_IMODE(mode):04o}): "
                                   f"chmod o+r{'x' if stat.S_ISDIR(mode) else ''} it")
+
+
+def _check_passable_by_others(paths: list[str]) -> None:
+    """In mode "limits" a bot with a uid of its own reaches its files and socket through the host's
+    folders: PermissionError naming the first folder on the way others may not pass (o+x)."""
+    for path in paths:
+        folder = os.path.dirname(os.path.abspath(path))
+        while folder != "/":
+            with contextlib.suppress(OSError):
+                if not os.stat(folder).st_mode & stat.S_IXOTH:
+                    raise PermissionError(f"the bot's own uid cannot pass through {folder} (mode "
+                                          f"{stat.S_IMODE(os.stat(folder).st_mode):04o}) to reach {path}: chmod o+x it "
+                                          "(or, for its socket, use a TMPDIR others may pass through)")
+            folder = os.path.dirname(folder)
 
 
 async def _kill_uid(uid: int, rounds: int = 100) -> None:

@@ -113,7 +113,7 @@ class SandboxSettings:
     def log_cap_bytes(self) -> int:
         return int(self.log_cap_mib * MIB)
 
-    def replace(self, **changes: Any) -> "SandboxSettings":
+    def replace(self, **changes: Any) -> SandboxSettings:
         """A copy with ``changes`` (None values ignored: a flag that was not given)."""
         given = {k: v for k, v in changes.items() if v is not None}
         return dataclasses.replace(self, **given) if given else self
@@ -124,7 +124,7 @@ class SandboxSettings:
         return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], where: str = "[sandbox]") -> "SandboxSettings":
+    def from_table(cls, table: Mapping[str, Any], where: str = "[sandbox]") -> SandboxSettings:
         """The settings of a TOML ``[sandbox]`` table; SandboxSettingsError lists every problem,
         each starting with ``where`` and the key."""
         known = cls.keys()

@@ -46,8 +46,9 @@ def test_every_value_and_relative_paths_from_the_files_folder(tmp_path: Path) ->
 
 @pytest.mark.parametrize("sandbox, expected", [
     ('mode = "docker"', ["cup.toml: [sandbox] mode must be one of auto, bwrap, limits, none, not 'docker'"]),
-    ("memory_mib = 8\nprocesses = 1.5", ["cup.toml: [sandbox] memory_mib must be a whole number from 32 to 1048576, not 8",
-                                         "cup.toml: [sandbox] processes must be a whole number from 8 to 65536, not 1.5"]),
+    ("memory_mib = 8\nprocesses = 1.5", [
+        "cup.toml: [sandbox] memory_mib must be a whole number from 32 to 1048576, not 8",
+        "cup.toml: [sandbox] processes must be a whole number from 8 to 65536, not 1.5"]),
     ("memory = 100", ['cup.toml: unknown key "memory" in [sandbox] (did you mean "memory_mib"?)']),
     ('read_only = "/opt"', ["cup.toml: [sandbox] read_only: must be a list of strings"]),
 ])

@@ -49,7 +49,8 @@ def test_a_user_namespace_for_other_users_and_setpriv_for_root() -> None:
     assert setpriv_argv("/usr/bin/setpriv", 800123, True) == [
         "/usr/bin/setpriv", "--reuid=800123", "--regid=800123", "--clear-groups", "--bounding-set=-all",
         "--inh-caps=-all", "--no-new-privs", "--pdeathsig=KILL", "--"]
-    assert setpriv_argv("/usr/bin/setpriv", 0, False) == ["/usr/bin/setpriv", "--no-new-privs", "--pdeathsig=KILL", "--"]
+    assert setpriv_argv("/usr/bin/setpriv", 0, False) == [
+        "/usr/bin/setpriv", "--no-new-privs", "--pdeathsig=KILL", "--"]
 
 
 def test_the_environment_is_exactly_the_plans() -> None:

@@ -48,7 +48,8 @@ def test_check_reports_the_sandbox_and_the_limit_a_bot_reached(tmp_path: Path) -
     assert out.splitlines()[1].startswith("sandbox: bwrap: own PID, network, IPC, UTS namespaces (no network), ")
     assert "  limits: memory 128 MiB (cgroup), processes 128 (cgroup)" in out
     assert f"  read-only: its folder {HOSTILE}" in out
-    assert "limits reached: " in out and " x against itself: memory limit (128 MiB) reached: 1 process(es) killed" in out
+    assert "limits reached: " in out
+    assert " x against itself: memory limit (128 MiB) reached: 1 process(es) killed" in out
     assert "crash: the bot process killed by the sandbox: memory limit (128 MiB)" in out
 
 
@@ -62,5 +63,43 @@ def test_check_takes_a_tournament_files_sandbox(tmp_path: Path) -> None:
     assert "limits reached: none" in done.stdout
     (tmp_path / "bad.toml").write_text("[sandbox]\nmemory_mib = 1\n")
     bad = run_referee("check", "--bot", builtin_bot_command(3), "--sandbox-from", str(tmp_path / "bad.toml"))
-    assert (bad.returncode, bad.stderr) == (2, f"referee: error: {tmp_path / 'bad.toml'}: [sandbox] memory_mib must be "
-                                               "a whole number from 32 to 1048576, not 1\n")
+    expected = (f"referee: error: {tmp_path / 'bad.toml'}: [sandbox] memory_mib must be a whole number from 32 to "
+                "1048576, not 1\n")
+    assert (bad.returncode, bad.stderr) == (2, expected)
+
+
+@needs_bwrap
+def test_serve_runs_the_programs_clients_name_in_its_sandbox(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`referee serve --allow-commands` starts the bots a client names with the sandbox its flags say."""
+    import asyncio
+    import signal
+
+    import grpc
+
+    from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
+    from tests.conftest import ROOMY_TIME
+    from tests.support import start_referee
+
+    folder = tmp_path_factory.mktemp("serve")  # short: unix socket paths are limited to 107 bytes
+    socket, records = folder / "referee.sock", folder / "records"
+    request = referee_pb2.RunMatchRequest(bots=[builtin_bot_command(1), builtin_bot_command(2)],
+                                          options=game_pb2.RuleOptions(players=2), games=1,
+                                          time_control=ROOMY_TIME.to_pb())
+
+    async def client() -> list[str]:
+        async with grpc.aio.insecure_channel(f"unix:{socket}") as channel:
+            async with asyncio.timeout(90):
+                await channel.channel_ready()
+                return [reply.WhichOneof("event") async for reply in
+                        referee_pb2_grpc.RefereeServiceStub(channel).RunMatch(request)]
+
+    server = start_referee("serve", "--allow-commands", "--listen", f"unix:{socket}", "--records", str(records),
+                           "--memory", "256", "--sandbox", "bwrap")
+    try:
+        events = asyncio.run(client())
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    assert events[0] == "match_started" and events[-1] == "match_result"
+    (log, _) = sorted((records / "logs").glob("*/bot*.log"))
+    assert "(sandbox bwrap; uid " in log.read_text() and "; memory 256 MiB (cgroup);" in log.read_text()

@@ -55,8 +55,8 @@ async def start(launcher: SandboxLauncher | LocalLauncher, command: str, folder:
 
 def printed_env(log: Path) -> tuple[dict[str, str], int]:
     line = next(x for x in log.read_text().splitlines() if x.startswith("env "))
-    _, data, uid = line.split(" ", 2)[0], line.split(" ", 1)[1].rsplit(" ", 1)[0], int(line.rsplit(" ", 1)[1])
-    return dict(json.loads(data)), uid
+    data, uid = line.removeprefix("env ").rsplit(" ", 1)
+    return dict(json.loads(data)), int(uid)
 
 
 @needs_bwrap
@@ -67,8 +67,8 @@ def test_a_clean_environment_and_a_uid_of_its_own(socket_root: Path, monkeypatch
     launcher = make_launcher(SandboxSettings(mode=mode))
 
     async def both() -> list[tuple[dict[str, str], int]]:
-        procs = [await start(launcher, f"{shlex.quote(sys.executable)} -c {shlex.quote(PRINT_ENV + '; import time; time.sleep(30)')}",
-                             socket_root, name, BOT_SETTING="x") for name in ("a", "b")]
+        command = f"{shlex.quote(sys.executable)} -c {shlex.quote(PRINT_ENV + '; import time; time.sleep(30)')}"
+        procs = [await start(launcher, command, socket_root, name, BOT_SETTING="x") for name in ("a", "b")]
         try:
             for _ in range(600):
                 if all("env " in (socket_root / f"{n}.log").read_text() for n in ("a", "b")):
@@ -139,16 +139,16 @@ def test_the_mode_chosen_and_said_once() -> None:
                       limits_problem=None, cgroups=machine.cgroups, cgroup_problem=machine.cgroup_problem)
     fallback = make_launcher(SandboxSettings(), without, said.append)
     assert isinstance(fallback, SandboxLauncher) and fallback.mode == "limits"
-    assert len(said) == 1 and said[0].startswith("sandbox: no bubblewrap sandbox (bubblewrap (bwrap) is not installed): "
-                                                 "bots run in mode \"limits\"")
+    assert len(said) == 1 and said[0].startswith(
+        'sandbox: no bubblewrap sandbox (bubblewrap (bwrap) is not installed): bots run in mode "limits"')
     with pytest.raises(SandboxUnavailableError, match=r'^sandbox mode "bwrap" cannot run here: bubblewrap \(bwrap\) '
                                                       r"is not installed$"):
         make_launcher(SandboxSettings(mode="bwrap"), without, said.append)
     said.clear()
     off = make_launcher(SandboxSettings(mode="none"), warn=said.append)
-    assert isinstance(off, LocalLauncher) and said == [
+    assert isinstance(off, LocalLauncher) and said == [(
         'sandbox off (mode "none"): bots run as this user with the referee\'s environment, files and network, '
-        "and no limits"]
+        "and no limits")]
     with pytest.raises(UsageError, match="^sandbox read_only path /no/such/path does not exist$"):
         make_launcher(SandboxSettings(read_only=("/no/such/path",)), machine, said.append)
 
@@ -197,7 +197,7 @@ def test_an_unprivileged_referee_sandboxes_its_bots_in_user_namespaces(socket_ro
                            "match", "--bot", bomb, "--bot", f"{python} -m referee.bots.builtin", "--processes", "32",
                            "--sandbox", "bwrap", "--read-only", str(ROOT), "--logs", str(socket_root / "logs"),
                            "--move-time", "2000"],
-                          cwd="/", env=env, capture_output=True, text=True, timeout=120)
+                          cwd="/", env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "(forfeit)" not in done.stdout
     (log,) = (socket_root / "logs").glob("*/bot0.log")
@@ -206,3 +206,41 @@ def test_an_unprivileged_referee_sandboxes_its_bots_in_user_namespaces(socket_ro
     forks = json.loads(next(line for line in text.splitlines() if line.startswith("hostile: forks "))[15:])
     assert forks["refused"] == "EAGAIN" and 0 < forks["children"] < 32, forks
     assert_no_bot_processes(patterns=("tests/bots/hostile/",))
+
+
+@needs_bwrap
+def test_the_referees_cpu_group_weighs_as_many_processes_as_it_has_bots(socket_root: Path) -> None:
+    """Outside a sandbox each bot competes for CPU as one process; in their group all of them would
+    weigh as one, unless the group's weight follows the number of bots."""
+    launcher = make_launcher(SandboxSettings(mode="bwrap"))
+    tree = launcher.machine.cgroups if isinstance(launcher, SandboxLauncher) else None
+    if tree is None or "cpu" not in tree.bases:
+        pytest.skip("no cpu cgroup here")
+    weight = tree.bases["cpu"] / ("cpu.weight" if tree.version == 2 else "cpu.shares")
+    unit = 100 if tree.version == 2 else 1024
+    sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
+
+    async def two() -> list[int]:
+        seen = []
+        a = await start(launcher, sleeper, socket_root, "a")
+        seen.append(int(weight.read_text()))
+        b = await start(launcher, sleeper, socket_root, "b")
+        seen.append(int(weight.read_text()))
+        await a.stop()
+        seen.append(int(weight.read_text()))
+        await b.stop()
+        return seen
+
+    assert asyncio.run(two())[:3] == [unit, 2 * unit, unit]
+
+
+@needs_root
+def test_limits_mode_refuses_a_socket_its_uid_cannot_reach(socket_root: Path) -> None:
+    """Without a mount namespace the bot's own uid walks the host's folders to its socket: one it
+    may not pass through stops its start, naming the folder (instead of a bot that never listens)."""
+    if probe().limits_problem:
+        pytest.skip(probe().limits_problem or "")
+    private = Path(tempfile.mkdtemp(dir=socket_root))  # 0700
+    launcher = make_launcher(SandboxSettings(mode="limits"))
+    with pytest.raises(PermissionError, match=rf"^the bot's own uid cannot pass through {private} \(mode 0700\)"):
+        asyncio.run(start(launcher, builtin_bot_command(1), private))

@@ -34,7 +34,7 @@ class PlainBot(bot_pb2_grpc.BotServiceServicer):
         self.on_first_turn = on_first_turn
         self.turns = 0
 
-    async def Play(self, request_iterator, context):  # noqa: N802 - the gRPC method name
+    async def Play(self, request_iterator, context):
         async for request in request_iterator:
             kind = request.WhichOneof("event")
             if kind == "handshake":

@@ -7,8 +7,8 @@ import glob
 import os
 
 import grpc
-
 from _bot import report, run
+
 from casino.v1 import bot_pb2, bot_pb2_grpc
 
 
