@@ -74,10 +74,11 @@ def test_serve_runs_the_programs_clients_name_in_its_sandbox(tmp_path_factory: p
     import asyncio
     import signal
 
-    import grpc
 
     from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
+    from referee.service.client import referee_channel
     from tests.conftest import ROOMY_TIME
+    from tests.service_support import TOKEN
     from tests.support import start_referee
 
     folder = tmp_path_factory.mktemp("serve")  # short: unix socket paths are limited to 107 bytes
@@ -86,14 +87,18 @@ def test_serve_runs_the_programs_clients_name_in_its_sandbox(tmp_path_factory: p
                                           options=game_pb2.RuleOptions(players=2), games=1,
                                           time_control=ROOMY_TIME.to_pb())
 
+    token_file = folder / "token"
+    token_file.write_text(TOKEN + "\n", encoding="utf-8")  # --allow-commands needs a token
+
     async def client() -> list[str]:
-        async with grpc.aio.insecure_channel(f"unix:{socket}") as channel:
+        async with referee_channel(f"unix:{socket}", token=TOKEN) as channel:
             async with asyncio.timeout(90):
                 await channel.channel_ready()
                 return [reply.WhichOneof("event") async for reply in
                         referee_pb2_grpc.RefereeServiceStub(channel).RunMatch(request)]
 
-    server = start_referee("serve", "--allow-commands", "--listen", f"unix:{socket}", "--records", str(records),
+    server = start_referee("serve", "--allow-commands", "--token-file", str(token_file), "--listen", f"unix:{socket}",
+                           "--records", str(records),
                            "--memory", "256", "--sandbox", "bwrap")
     try:
         events = asyncio.run(client())
