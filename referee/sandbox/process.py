@@ -73,6 +73,7 @@ class SandboxedProcess(BotProcess):
         if machine.as_root:
             _check_readable_by_others(view)
             if self.mode == "limits":  # no mount namespace: its uid walks the host's paths
+                socket_folder.parent.chmod(0o711)  # it may pass through to its own folder, not list the others
                 _check_passable_by_others([*view.read_only, str(socket_folder)])
             self.uid = take_uid(settings.uid_first, settings.uid_count)
         if machine.cgroups is not None:
@@ -106,7 +107,6 @@ class SandboxedProcess(BotProcess):
             home.mkdir(mode=0o700, exist_ok=True)
             if self.uid is not None:
                 os.chown(home, uid, uid)
-                socket_folder.parent.chmod(0o711)  # it may pass through to its own folder, not list the others
             env.update({"HOME": str(home), "TMPDIR": str(home), ADDRESS_ENV: self.address})
             inner += setpriv_argv(tools["setpriv"] or "setpriv", uid, machine.as_root)
             argv, outer_env, cwd = [*inner, *view.argv], env, view.cwd
@@ -257,11 +257,14 @@ def _check_passable_by_others(paths: list[str]) -> None:
     for path in paths:
         folder = os.path.dirname(os.path.abspath(path))
         while folder != "/":
-            with contextlib.suppress(OSError):
-                if not os.stat(folder).st_mode & stat.S_IXOTH:
-                    raise PermissionError(f"the bot's own uid cannot pass through {folder} (mode "
-                                          f"{stat.S_IMODE(os.stat(folder).st_mode):04o}) to reach {path}: chmod o+x it "
-                                          "(or, for its socket, use a TMPDIR others may pass through)")
+            try:
+                mode = os.stat(folder).st_mode
+            except OSError:
+                mode = stat.S_IXOTH  # not there to check: the start itself will say
+            if not mode & stat.S_IXOTH:
+                raise PermissionError(f"the bot's own uid cannot pass through {folder} (mode {stat.S_IMODE(mode):04o}) "
+                                      f"to reach {path}: chmod o+x it (or, for its socket, use a TMPDIR others may "
+                                      "pass through)")
             folder = os.path.dirname(folder)
 
 

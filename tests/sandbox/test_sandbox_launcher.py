@@ -46,6 +46,26 @@ def socket_root() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def limits_python() -> tuple[str, dict[str, str]]:
+    """An interpreter a bot with a uid of its own can run in mode "limits" (no namespaces: it walks
+    the host's folders), and the env its bots need: this one when others may reach it, else the
+    system's of the same version with this venv's packages on PYTHONPATH (this interpreter may live
+    in root's private home)."""
+    from referee.sandbox.view import runtime_folders
+
+    def passable(path: str) -> bool:
+        parts = Path(path).parents
+        return all(os.stat(p).st_mode & 0o001 for p in parts if str(p) != "/")
+
+    if os.geteuid() != 0 or all(passable(f) for f in runtime_folders(os.path.normpath(sys.executable))):
+        return sys.executable, {}
+    system = _nobody_python()
+    if system is None:
+        pytest.skip("no interpreter a bot's own uid can reach without namespaces")
+    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    return system, {"PYTHONPATH": f"{site}:{ROOT}"}
+
+
 async def start(launcher: SandboxLauncher | LocalLauncher, command: str, folder: Path, name: str = "b",
                 **env: str) -> BotProcess:
     (folder / name).mkdir(exist_ok=True)
@@ -65,9 +85,10 @@ def test_a_clean_environment_and_a_uid_of_its_own(socket_root: Path, monkeypatch
                                                    mode: str) -> None:
     monkeypatch.setenv("REFEREE_SECRET", "s3cret")
     launcher = make_launcher(SandboxSettings(mode=mode))
+    python = sys.executable if mode == "bwrap" else limits_python()[0]  # (json and os need no PYTHONPATH)
 
     async def both() -> list[tuple[dict[str, str], int]]:
-        command = f"{shlex.quote(sys.executable)} -c {shlex.quote(PRINT_ENV + '; import time; time.sleep(30)')}"
+        command = f"{shlex.quote(python)} -c {shlex.quote(PRINT_ENV + '; import time; time.sleep(30)')}"
         procs = [await start(launcher, command, socket_root, name, BOT_SETTING="x") for name in ("a", "b")]
         try:
             for _ in range(600):
@@ -159,9 +180,11 @@ def test_limits_mode_plays_and_kills_what_the_bot_leaves(socket_root: Path, monk
     (its cgroup, or every process of its uid) and a memory hog is killed at its limit."""
     monkeypatch.setattr(tempfile, "tempdir", str(socket_root))  # run_match's socket root: reachable by its uid
     launcher = make_launcher(SandboxSettings(mode="limits", memory_mib=128))
-    daemon = shlex.join([sys.executable, str(HOSTILE / "daemon.py")])
-    hog = shlex.join([sys.executable, str(HOSTILE / "hog_memory.py")])
-    spec = MatchSpec(bots=[BotEndpoint.parse(daemon), BotEndpoint.parse(hog)], options=RuleOptions(players=2),
+    python, env = limits_python()
+    daemon = shlex.join([python, str(HOSTILE / "daemon.py")])
+    hog = shlex.join([python, str(HOSTILE / "hog_memory.py")])
+    spec = MatchSpec(bots=[BotEndpoint.parse(daemon, env=env), BotEndpoint.parse(hog, env=env)],
+                     options=RuleOptions(players=2),
                      time_control=ROOMY_TIME, logs_dir=socket_root / "logs")
     report = asyncio.run(asyncio.wait_for(run_match(spec, launcher=launcher), 120))
     (failure,) = report.games[0].result.failures
@@ -240,7 +263,9 @@ def test_limits_mode_refuses_a_socket_its_uid_cannot_reach(socket_root: Path) ->
     may not pass through stops its start, naming the folder (instead of a bot that never listens)."""
     if probe().limits_problem:
         pytest.skip(probe().limits_problem or "")
-    private = Path(tempfile.mkdtemp(dir=socket_root))  # 0700
+    private = Path(tempfile.mkdtemp(dir=socket_root))  # 0700, above the sockets' own folder (which is made 0711)
+    (private / "sockets").mkdir()
     launcher = make_launcher(SandboxSettings(mode="limits"))
+    python, env = limits_python()
     with pytest.raises(PermissionError, match=rf"^the bot's own uid cannot pass through {private} \(mode 0700\)"):
-        asyncio.run(start(launcher, builtin_bot_command(1), private))
+        asyncio.run(start(launcher, f"{python} -m referee.bots.builtin", private / "sockets", **env))
