@@ -37,6 +37,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from referee.clock import TimeControl
 
 ROOT = Path(__file__).resolve().parent.parent
+# A root referee runs each sandboxed bot under a uid of its own, which must read the checkout's
+# sample bots, test bots and packages (docs/sandbox.md). A checkout made in a private folder (e.g.
+# `git clone` into `mktemp -d`, mode 0700) would refuse every bot with "not readable by the bot's
+# own uid ... chmod o+rx it": the suite does that chmod for its own checkout, as a user would.
+if os.geteuid() == 0 and not ROOT.stat().st_mode & 0o005 == 0o005:
+    ROOT.chmod(ROOT.stat().st_mode | 0o005)
 SCRIPTED_BOT = ROOT / "tests" / "bots" / "scripted_bot.py"
 NODE_BOT_DIR = ROOT / "sample_bots" / "node"
 BOT_PATTERNS = ("scripted_bot.py", "referee.bots.builtin")
