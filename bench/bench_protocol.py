@@ -41,6 +41,25 @@ BOTS = {
 BOT = BOTS["builtin"]
 
 
+async def stream_round_trips(channel: grpc.aio.Channel, n: int) -> list[float]:
+    """Seconds of each of ``n`` Turn/answer round trips on one open Play stream to a ready bot
+    (one legal move, so the bot's own work is nil)."""
+    call = bot_pb2_grpc.BotServiceStub(channel).Play()
+    await call.write(bot_pb2.PlayRequest(handshake=bot_pb2.Handshake(protocol_version="1")))
+    await call.read()
+    turn = bot_pb2.Turn(game_id="g", legal_moves=[game_pb2.Move(card="9C", kind=game_pb2.MOVE_KIND_TRAIL,
+                                                                notation="9C trail")])
+    times = []
+    for i in range(n):
+        turn.turn_id = i
+        start = time.perf_counter()
+        await call.write(bot_pb2.PlayRequest(turn=turn))
+        await call.read()
+        times.append(time.perf_counter() - start)
+    await call.done_writing()
+    return times
+
+
 async def bare_round_trips(n: int) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         address = f"unix:{tmp}/bot.sock"
@@ -50,19 +69,7 @@ async def bare_round_trips(n: int) -> list[float]:
             async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
                 if await wait_healthy(channel, asyncio.get_running_loop().time() + 20, proc):
                     raise SystemExit("bot did not start")
-                call = bot_pb2_grpc.BotServiceStub(channel).Play()
-                await call.write(bot_pb2.PlayRequest(handshake=bot_pb2.Handshake(protocol_version="1")))
-                await call.read()
-                turn = bot_pb2.Turn(game_id="g", legal_moves=[game_pb2.Move(card="9C", kind=game_pb2.MOVE_KIND_TRAIL, notation="9C trail")])
-                times = []
-                for i in range(n):
-                    turn.turn_id = i
-                    start = time.perf_counter()
-                    await call.write(bot_pb2.PlayRequest(turn=turn))
-                    await call.read()
-                    times.append(time.perf_counter() - start)
-                await call.done_writing()
-                return times
+                return await stream_round_trips(channel, n)
         finally:
             await proc.stop()
 

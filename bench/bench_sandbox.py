@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))
 import grpc
 from rich.console import Console
 
-from arena import live_run, storage
+from arena.cli import live as live_run
+from arena.store import store as storage
 from arena.config import load_config
-from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2
 from referee.bots.endpoint import BotEndpoint
 from referee.bots.health import wait_healthy
 from referee.bots.launcher import Launcher
@@ -48,6 +48,8 @@ from referee.match.spec import MatchSpec
 from referee.rules import RuleOptions
 from referee.sandbox import SandboxLauncher, SandboxSettings, make_launcher
 from referee.wire.connection import CHANNEL_OPTIONS
+
+from bench_protocol import stream_round_trips  # the same loop the bare protocol figure uses
 
 BUILTIN = f"{sys.executable} -m referee.bots.builtin"
 MODES = ("auto", "none")
@@ -92,19 +94,7 @@ async def round_trips(launcher: Launcher, n: int, folder: Path) -> float:
         async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
             if await wait_healthy(channel, asyncio.get_running_loop().time() + 60, process):
                 raise SystemExit("the bot did not start")
-            call = bot_pb2_grpc.BotServiceStub(channel).Play()
-            await call.write(bot_pb2.PlayRequest(handshake=bot_pb2.Handshake(protocol_version="1")))
-            await call.read()
-            turn = bot_pb2.Turn(game_id="g", legal_moves=[game_pb2.Move(card="9C", kind=game_pb2.MOVE_KIND_TRAIL,
-                                                                        notation="9C trail")])
-            times = []
-            for i in range(n):
-                turn.turn_id = i
-                start = time.perf_counter()
-                await call.write(bot_pb2.PlayRequest(turn=turn))
-                await call.read()
-                times.append(time.perf_counter() - start)
-            await call.done_writing()
+            times = await stream_round_trips(channel, n)
         return statistics.median(times[n // 10:])
     finally:
         await process.stop()
