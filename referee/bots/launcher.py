@@ -3,7 +3,8 @@
 A started bot runs in its own process group (its own session), learns where to listen from
 ``CASINO_BOT_ADDRESS``, has its stdout and stderr written to a log file (capped), and is stopped
 with its whole group: SIGTERM, then SIGKILL after a short wait. Every started group is also
-killed at interpreter exit, so no bot outlives the referee. ``LocalLauncher`` is the sandbox's
+killed at interpreter exit, and on Linux it is tied to the referee's life (die_with_parent), so
+no bot outlives the referee, even one killed with SIGKILL. ``LocalLauncher`` is the sandbox's
 "none" mode; referee/sandbox/ has the others.
 """
 
@@ -18,11 +19,11 @@ import os
 import shlex
 import shutil
 import signal
-import sys
 from pathlib import Path
 from typing import Protocol
 
 from .cpu import CpuMeter, ProcTreeMeter
+from .die_with_parent import guard_argv
 from .endpoint import BotEndpoint
 from .logcap import CappedLog
 
@@ -30,11 +31,6 @@ ADDRESS_ENV = "CASINO_BOT_ADDRESS"
 STOP_WAIT_S = 2.0
 DEFAULT_LOG_CAP = 4 << 20  # bytes of a bot's output kept in its log (the sandbox's log_cap_mib)
 _LIVE_GROUPS: set[int] = set()
-# On Linux a started bot is also told to die with the process that started it (prctl
-# PR_SET_PDEATHSIG through util-linux's setpriv, which then execs the bot in place), so even a
-# referee killed with SIGKILL leaves no bot behind. Where setpriv is missing, the atexit and
-# signal paths still stop every bot on any exit short of SIGKILL.
-_DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL", "--") if sys.platform == "linux" and shutil.which("setpriv") else ()
 
 
 
@@ -60,12 +56,11 @@ class BotProcess:
         """The argv, environment and working directory to start; OSError when it cannot be."""
         env = {**os.environ, **dict(self.endpoint.env), ADDRESS_ENV: self.address}
         command = list(self.endpoint.command)
-        if _DIE_WITH_PARENT:
-            program = (shutil.which(command[0], path=env.get("PATH")) if os.sep not in command[0]
-                       else os.path.join(self.endpoint.cwd or "", command[0]))
-            if program is None or not os.access(program, os.X_OK):
-                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command[0])
-            command = [*_DIE_WITH_PARENT, *command]
+        # Checked here, not by the exec: the guard in front of it (die_with_parent) would only exit.
+        program = (shutil.which(command[0], path=env.get("PATH")) if os.sep not in command[0]
+                   else os.path.join(self.endpoint.cwd or "", command[0]))
+        if program is None or not os.access(program, os.X_OK):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command[0])
         return command, env, self.endpoint.cwd
 
     def header(self) -> str:
@@ -74,6 +69,7 @@ class BotProcess:
 
     async def start(self) -> None:
         argv, env, cwd = self.command()
+        argv = guard_argv(argv)  # on Linux it dies with the referee, even one killed with SIGKILL
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             log.write(f"{self.header()}\n".encode())
