@@ -7,7 +7,8 @@ import enum
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (JSON, BigInteger, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text,
+                        UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -53,6 +54,7 @@ class Bot(Base):
     cwd: Mapped[str | None] = mapped_column(Text, nullable=True)
     env: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     active: Mapped[bool] = mapped_column(default=True)  # removed bots keep their games and ratings
+    archive: Mapped[str | None] = mapped_column(String(64), nullable=True)  # sha256 of its BotArchive, if any
     added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -74,6 +76,8 @@ class Game(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)  # why a failed game failed
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    job_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # the queue job playing it (--queue)
+    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)  # host:pid of who played it last
 
 
 class Rating(Base):
@@ -115,3 +119,15 @@ class RunLease(Base):
     pid: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class BotArchive(Base):
+    """A bot's files as a .tar.gz, stored once by content hash, so queue workers on other machines
+    can run it (arena/play/archives.py unpacks it into a local cache)."""
+
+    __tablename__ = "bot_archives"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -7,6 +7,7 @@ from alembic import context
 from sqlalchemy import create_engine
 
 from arena.store.models import Base
+from arena.store.queue_schema import include_object
 
 config = context.config
 target_metadata = Base.metadata
@@ -15,14 +16,16 @@ target_metadata = Base.metadata
 def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is not None:
-        context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
+        context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True,
+                          include_object=include_object)
         with context.begin_transaction():
             context.run_migrations()
         return
     url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option("sqlalchemy.url")
     engine = create_engine(url)
     with engine.connect() as conn:
-        context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True)
+        context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True,
+                          include_object=include_object)
         with context.begin_transaction():
             context.run_migrations()
 
