@@ -15,6 +15,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..config import TournamentConfig
+from ..play.coordinator import QueuedSession
 from ..play.runner import available_cores, oversubscription_warning
 from ..play.session import GameFinished, RunEnded, RunStarted, TournamentSession
 from ..rating.standings import Standings, fitting_standings_table, head_to_head_table
@@ -43,7 +44,8 @@ class LiveDisplay:
     every ``refresh_s`` (computed in a thread); in a pipe a line every ``pipe_every_s`` seconds and
     after the last game."""
 
-    def __init__(self, console: Console, session: TournamentSession, refresh_s: float, pipe_every_s: float) -> None:
+    def __init__(self, console: Console, session: TournamentSession | QueuedSession, refresh_s: float,
+                 pipe_every_s: float) -> None:
         self.console = console
         self.session = session
         self.refresh_s = refresh_s
@@ -61,8 +63,9 @@ class LiveDisplay:
             self.console.print(f"took over the lease of a process that is gone: {event.lease_taken_from}", soft_wrap=True)
         self.progress.update(self.bar, total=event.total, completed=event.settled)
         warn_if_oversubscribed(event.concurrency)
+        how = f"{event.concurrency} at once" if event.concurrency else "played by queue workers (arena worker)"
         self.console.print(f"tournament {event.name!r}: {event.bots} bots, {event.total} games "
-                           f"({event.settled} already played), {event.concurrency} at once; database {event.database}",
+                           f"({event.settled} already played), {how}; database {event.database}",
                            soft_wrap=True)  # one line even in a log: paths are not cut
         if self.console.is_terminal:
             self._refresh()  # the standings as they are, before the first game of this run
@@ -93,11 +96,14 @@ class LiveDisplay:
 
 
 async def run_tournament(config: TournamentConfig, console: Console, concurrency: int | None = None,
-                         refresh_s: float = 1.0, show_paths: bool = True, pipe_every_s: float = PIPE_PROGRESS_S) -> int:
+                         refresh_s: float = 1.0, show_paths: bool = True, pipe_every_s: float = PIPE_PROGRESS_S,
+                         queue: bool = False, detach: bool = False) -> int:
     """``arena run``: schedule (first time) or resume, play every pending game, print standings.
     Not on a terminal, progress is a line every ``pipe_every_s`` seconds and after the last game.
-    The first interrupt (Ctrl-C, SIGTERM) finishes the running games; the second abandons them."""
-    session = TournamentSession(config, concurrency=concurrency)
+    The first interrupt (Ctrl-C, SIGTERM) finishes the running games; the second abandons them.
+    With ``queue`` the games are queued for workers and followed (``detach``: not followed)."""
+    session: TournamentSession | QueuedSession
+    session = QueuedSession(config, detach=detach) if queue else TournamentSession(config, concurrency=concurrency)
     display = LiveDisplay(console, session, refresh_s, pipe_every_s)
     session.events = display
     loop = asyncio.get_running_loop()
@@ -106,7 +112,11 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
     def interrupt() -> None:
         nonlocal interrupts
         interrupts += 1
-        if interrupts == 1:
+        if queue:
+            console.print("[yellow]stopped following; the workers go on playing the queued games "
+                          f"(`arena status {config.path.name}` shows them)")
+            session.stop()
+        elif interrupts == 1:
             console.print("[yellow]stopping: finishing the running games (interrupt again to abandon them; "
                           "they will be replayed next time)")
             session.stop()
@@ -126,11 +136,15 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-    return _final_report(console, config, ended, interrupted=interrupts > 0, show_paths=show_paths)
+    if detach:
+        console.print(f"{session.queued if isinstance(session, QueuedSession) else 0} game(s) queued, "
+                      f"{ended.pending} to play in all; `arena status {config.path.name}` follows them", soft_wrap=True)
+        return 0
+    return _final_report(console, config, ended, interrupted=interrupts > 0, show_paths=show_paths, queue=queue)
 
 
 def _final_report(console: Console, config: TournamentConfig, ended: RunEnded, interrupted: bool,
-                  show_paths: bool) -> int:
+                  show_paths: bool, queue: bool = False) -> int:
     """The final tables and notes; the exit status (0 done, 1 stopped, 130 interrupted)."""
     console.print()
     standings = ended.standings
@@ -143,10 +157,16 @@ def _final_report(console: Console, config: TournamentConfig, ended: RunEnded, i
         if row.forfeits.get("startup"):
             console.print(f"[red]{row.name} could not be started[/red] for {row.forfeits['startup']} game(s): "
                           f"see `arena games {config.path.name} --bot {row.name} --failed` and its log in "
-                          f"{ended.logs_dir}", soft_wrap=True)
+                          f"{'the bot logs of the workers that played it' if queue else ended.logs_dir}",
+                          soft_wrap=True)
     if ended.pending:
-        console.print(f"stopped with {ended.pending} games still to play: run the same command again to resume")
+        if queue:
+            console.print(f"stopped following with {ended.pending} games still to play: the workers go on; "
+                          f"`arena status {config.path.name}` follows them")
+        else:
+            console.print(f"stopped with {ended.pending} games still to play: run the same command again to resume")
         return 130 if interrupted else 1
     if show_paths:
-        console.print(f"database: {ended.database}; bot logs: {ended.logs_dir}", soft_wrap=True)
+        logs = "on the workers (arena worker --logs)" if queue else ended.logs_dir
+        console.print(f"database: {ended.database}; bot logs: {logs}", soft_wrap=True)
     return 0

@@ -63,7 +63,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _load(args.file)
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
-    return asyncio.run(run_tournament(config, make_console(), args.concurrency))
+    if args.detach and not args.queue:
+        raise UsageError("--detach is for --queue runs (the workers play the games while nothing follows them)")
+    if args.queue and args.concurrency is not None:
+        raise UsageError("--concurrency is the workers' with --queue (arena worker --concurrency N)")
+    return asyncio.run(run_tournament(config, make_console(), args.concurrency, queue=args.queue, detach=args.detach))
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from ..play.worker import WorkerSettings, run_worker
+
+    given = {"heartbeat_s": args.heartbeat, "stalled_after_s": args.stalled_after, "grace_s": args.grace}
+    settings = WorkerSettings(args.db, args.concurrency, Path(args.logs) if args.logs else None, name=args.name or "",
+                              **{key: value for key, value in given.items() if value is not None})
+    return asyncio.run(run_worker(settings))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .status import print_status
+
+    config = _load(args.file, reading=True)
+    store, tid = _open(config)
+    try:
+        return print_status(store, tid, config, args.format)
+    finally:
+        store.close()
 
 
 # --- looking at results -----------------------------------------------------------------------
@@ -269,7 +293,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run (or resume) a tournament file")
     p.add_argument("file", help="the tournament file (TOML, see docs/tournaments.md)")
     p.add_argument("--concurrency", type=int, help="games at once (default: the file's, else the number of cores)")
+    p.add_argument("--queue", action="store_true",
+                   help="queue the games for `arena worker` processes (PostgreSQL) and follow them (docs/scale-out.md)")
+    p.add_argument("--detach", action="store_true", help="with --queue: return once the games are queued")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("worker", help="play queued games of any tournament in a PostgreSQL database (--queue runs)")
+    p.add_argument("--db", required=True, metavar="URL", help="the database, postgresql://user@host/name")
+    p.add_argument("--concurrency", type=int, default=1, help="games at once (default 1)")
+    p.add_argument("--logs", metavar="DIR", help="bot logs, a folder per tournament (default: a temporary folder)")
+    p.add_argument("--heartbeat", type=float, metavar="S", help="seconds between the worker's heartbeats (default 10)")
+    p.add_argument("--stalled-after", type=float, metavar="S",
+                   help="a worker without a heartbeat this long is dead and its games are played again (default 30)")
+    p.add_argument("--grace", type=float, metavar="S",
+                   help="on SIGTERM, seconds running games get to finish before they are requeued (default 20)")
+    p.add_argument("--name", help="the worker's name in `arena status` (default host:pid)")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("status", help="a queued tournament: queue depth, workers, running, stalled and retried games")
+    p.add_argument("file")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("standings", help="print the standings")
     p.add_argument("file")

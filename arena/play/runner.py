@@ -12,7 +12,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ from ..errors import quoted
 from ..rating.standings import Standings, compute_standings
 from ..schedule.pairings import round_robin
 from .rate import apply_ratings
-from ..store.store import GameTask, StorageError, Store, TournamentExistsError
+from ..store.store import GameTask, Scheduled, StorageError, Store, TournamentExistsError
 from .executor import GameExecutor, SeatBot
 
 log = logging.getLogger(__name__)
@@ -154,8 +154,10 @@ def _bot_tuples(config: TournamentConfig) -> list[tuple[str, str, str | None, di
     return [(b.name, b.spec, b.cwd, dict(b.env)) for b in config.bots]
 
 
-def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool = True) -> int:
-    """The tournament's id, creating and scheduling it on first use. A tournament of the same
+def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool = True,
+                    then: Scheduled | None = None) -> int:
+    """The tournament's id, creating and scheduling it on first use (``then`` runs in the
+    scheduling transaction: the queue defers the games' jobs there). A tournament of the same
     name scheduled with other settings is an error: its games would not be comparable."""
     tid = store.tournament_id(config.name)
     if tid is None:
@@ -163,7 +165,7 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
                  if schedule_games else [])
         try:
             return store.create_tournament(config.name, config.settings_fingerprint(), config_settings(config),
-                                           _bot_tuples(config), games)
+                                           _bot_tuples(config), games, then)
         except TournamentExistsError:  # another process created it at the same moment: open theirs
             tid = store.tournament_id(config.name)
             assert tid is not None
@@ -179,6 +181,12 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
         )
     store.update_bot_specs(tid, _bot_tuples(config))
     return tid
+
+
+def game_setup(config: TournamentConfig, number: int, seat_bots: Sequence[int], deck_seed: int) -> GameSetup:
+    """How game ``number`` of the tournament is played, wherever it is played."""
+    return GameSetup.build(config.game_settings, match_id=config.name, game_number=number, seat_bots=seat_bots,
+                           seed=deck_seed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,8 +217,7 @@ class TournamentRunner:
         return [bots[position] for position in task.seat_bots]
 
     def _setup(self, task: GameTask) -> GameSetup:
-        return GameSetup.build(self.config.game_settings, match_id=self.config.name, game_number=task.number,
-                               seat_bots=task.seat_bots, seed=task.deck_seed)
+        return game_setup(self.config, task.number, task.seat_bots, task.deck_seed)
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a store call on the runner's one database thread, so a slow commit never holds the

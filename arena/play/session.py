@@ -42,10 +42,12 @@ class RunStarted:
 class GameFinished:
     """One game of this run is settled (played, or failed by the referee)."""
 
-    done: GameDone
+    number: int
+    error: str  # why the referee failed it; "" for a played game
     finished: int  # games settled in all, this one included
     total: int
     rate: float  # games per second in this run so far
+    done: GameDone | None = None  # what this process's runner reported (None: a queue worker played it)
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,8 @@ class TournamentSession:
                 if done.report is None:
                     failures.append(f"game {done.task.number}: {done.error}")
                 rate = played / max(time.monotonic() - started, 1e-9)
-                self.events.game_finished(GameFinished(done, settled + played, total, rate))
+                error = done.error if done.report is None else ""
+                self.events.game_finished(GameFinished(done.task.number, error, settled + played, total, rate, done))
 
             runner = self._runner = TournamentRunner(store, tid, config, executor, self.concurrency, on_game)
             loop = asyncio.get_running_loop()

@@ -19,15 +19,15 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from google.protobuf import json_format
-from sqlalchemy import Engine, create_engine, event, func, select, text, update
-from sqlalchemy.engine import make_url
+from sqlalchemy import Connection, Engine, create_engine, event, func, select, text, update
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
@@ -48,6 +48,8 @@ PG_NO_SUCH_DATABASE = "3D000"  # invalid_catalog_name
 PG_DUPLICATE_DATABASE = "42P04"
 PG_INSUFFICIENT_PRIVILEGE = "42501"
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+Scheduled = Callable[[Connection, int], None]  # what runs in a scheduling transaction: (connection, tournament id)
 
 
 class StorageError(ArenaError):
@@ -173,7 +175,7 @@ def _create_database(url: str) -> None:
     parsed = make_url(url)
     name = parsed.database or ""
     where = f"database {quoted(name)} does not exist on {shown(parsed.host or 'localhost')}"
-    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    admin = create_engine(engine_url(parsed.set(database="postgres")), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
             conn.execute(text(f"CREATE DATABASE {admin.dialect.identifier_preparer.quote(name)}"))
@@ -190,6 +192,12 @@ def _create_database(url: str) -> None:
         admin.dispose()
 
 
+def engine_url(parsed: URL) -> URL:
+    """The URL SQLAlchemy connects with: a bare ``postgresql://`` (as libpq, procrastinate and
+    people write it) means psycopg 3, the driver the arena installs, not SQLAlchemy's psycopg2."""
+    return parsed.set(drivername="postgresql+psycopg") if parsed.drivername == "postgresql" else parsed
+
+
 def describe_url(url: str) -> str:
     """The URL without its password, for messages (escaped if it holds a line break or the like)."""
     try:
@@ -201,8 +209,9 @@ def describe_url(url: str) -> str:
 class Store:
     """One database (SQLite file or PostgreSQL) holding any number of tournaments."""
 
-    def __init__(self, url: str, read_only: bool = False) -> None:
-        """Open (and for writing, create and migrate) the database at ``url``.
+    def __init__(self, url: str, read_only: bool = False, migrate: bool = True) -> None:
+        """Open (and for writing, create and migrate) the database at ``url``; a queue worker opens
+        it for writing with ``migrate`` False, having checked its schema is its own.
 
         ``read_only`` is for the commands that only look (standings, games, show, export, bots
         list): nothing is created or migrated (NoDatabaseError when there is nothing to read),
@@ -227,7 +236,7 @@ class Store:
         else:
             kwargs["pool_pre_ping"] = True
         try:
-            self.engine: Engine = create_engine(url, **kwargs)
+            self.engine: Engine = create_engine(engine_url(parsed), **kwargs)
         except (ArgumentError, ImportError) as exc:
             raise StorageError(f"cannot use database {describe_url(url)}: {one_line(str(exc))}") from None
         if sqlite:
@@ -235,7 +244,7 @@ class Store:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if read_only:
             self._check_readable()
-        else:
+        elif migrate:
             self.upgrade()
 
     def upgrade(self) -> None:
@@ -310,9 +319,10 @@ class Store:
 
     def create_tournament(self, name: str, fingerprint: str, settings: dict[str, Any],
                           bots: Sequence[tuple[str, str, str | None, dict[str, str]]],
-                          games: Iterable[Any] = ()) -> int:
+                          games: Iterable[Any] = (), then: Scheduled | None = None) -> int:
         """A new tournament with its bots (name, spec, cwd, env) at positions 0.. in order, and
-        ``games`` as its round 1, in one transaction (so nobody sees it without its games).
+        ``games`` as its round 1, in one transaction (so nobody sees it without its games);
+        ``then`` runs in that transaction too (the queue defers the games' jobs there).
         TournamentExistsError when another process created one of that name first."""
         start = default_rating()
         try:
@@ -328,6 +338,9 @@ class Store:
                     s.add(Rating(bot_id=bot.id, mu=start.mu, sigma=start.sigma, games=0))
                 if _schedule(s, t, 1, games):
                     t.rounds = 1
+                if then is not None:
+                    s.flush()
+                    then(s.connection(), t.id)
                 return t.id
         except IntegrityError:
             if self.tournament_id(name) is None:
@@ -377,14 +390,24 @@ class Store:
 
     # --- games --------------------------------------------------------------------------------
 
-    def add_games(self, tid: int, round_number: int, games: Iterable[Any]) -> int:
-        """Schedule games (objects with number, set_number, deck_seed, seat_bots) as one round."""
+    def add_games(self, tid: int, round_number: int, games: Iterable[Any], then: Scheduled | None = None) -> int:
+        """Schedule games (objects with number, set_number, deck_seed, seat_bots) as one round;
+        ``then`` runs in the same transaction (see create_tournament)."""
         with self.session() as s, s.begin():
             t = s.get(Tournament, tid)
             assert t is not None
             count = _schedule(s, t, round_number, games)
             t.rounds = max(t.rounds, round_number)
+            if then is not None:
+                s.flush()
+                then(s.connection(), tid)
             return count
+
+    def in_transaction(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(connection)`` in one transaction of its own (the queue's resume: find the games
+        without a job and queue them, atomically)."""
+        with self.engine.begin() as conn:
+            return fn(conn)
 
     def last_game_number(self, tid: int) -> int:
         with self.session() as s:
@@ -437,9 +460,31 @@ class Store:
         return sorted((GameTask(i, n, a, r, st, d, tuple(seats)) for i, n, a, r, st, d, seats in rows),
                       key=lambda task: task.number)
 
-    def finish(self, task: GameTask, result: game_pb2.GameResult, record: dict[str, Any]) -> bool:
+    def claim_game(self, game_id: int, job_id: int, worker: str) -> GameTask | None:
+        """Start one game for queue job ``job_id`` (pending -> running, attempt + 1), or take it
+        over from an earlier run of the same job (its worker died mid-game: the job was retried).
+        None when the game is done, failed, or running for another job: nothing to play."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                update(Game)
+                .where(Game.id == game_id,
+                       (Game.status == GameStatus.PENDING.value)
+                       | ((Game.status == GameStatus.RUNNING.value) & (Game.job_id == job_id)))
+                .values(status=GameStatus.RUNNING.value, attempt=Game.attempt + 1, started_at=utcnow(),
+                        job_id=job_id, worker=worker)
+                .returning(Game.id, Game.number, Game.attempt, Game.round, Game.set_number, Game.deck_seed,
+                           Game.seat_bots)
+            ).first()
+        if row is None:
+            return None
+        i, n, a, r, st, d, seats = row
+        return GameTask(i, n, a, r, st, d, tuple(seats))
+
+    def finish(self, task: GameTask, result: game_pb2.GameResult, record: dict[str, Any],
+               then: Callable[[Connection], None] | None = None) -> bool:
         """Store a played game: result and record in one transaction, only if ``task`` still owns
-        the game (so a game is stored exactly once). False when it did not."""
+        the game (so a game is stored exactly once); ``then`` runs in that transaction when it
+        does (the queue defers a rating pass there). False when it did not."""
         payload = json_format.MessageToDict(result, always_print_fields_with_no_presence=True)
         with self.engine.begin() as conn:
             done = conn.execute(
@@ -448,15 +493,21 @@ class Store:
                 .values(status=GameStatus.DONE.value, result=payload, record=json.dumps(record), error=None,
                         finished_at=utcnow())
             )
+            if done.rowcount and then is not None:
+                then(conn)
             return bool(done.rowcount)
 
-    def fail(self, task: GameTask, error: str, retry: bool) -> None:
-        """The referee could not play the game: back to pending to retry, or failed for good."""
+    def fail(self, task: GameTask, error: str, retry: bool, then: Callable[[Connection], None] | None = None) -> bool:
+        """The referee could not play the game: back to pending to retry, or failed for good;
+        ``then`` runs in the same transaction when ``task`` still owned the game. Whether it did."""
         status = GameStatus.PENDING if retry else GameStatus.FAILED
-        with self.session() as s, s.begin():
-            s.execute(update(Game).where(Game.id == task.id, Game.status == GameStatus.RUNNING.value,
-                                         Game.attempt == task.attempt)
-                      .values(status=status.value, error=error, finished_at=None if retry else utcnow()))
+        with self.engine.begin() as conn:
+            done = conn.execute(update(Game).where(Game.id == task.id, Game.status == GameStatus.RUNNING.value,
+                                                   Game.attempt == task.attempt)
+                                .values(status=status.value, error=error, finished_at=None if retry else utcnow()))
+            if done.rowcount and then is not None:
+                then(conn)
+            return bool(done.rowcount)
 
     def counts(self, tid: int) -> dict[str, int]:
         """Games per status (every status present, 0 included)."""

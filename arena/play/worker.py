@@ -1,0 +1,263 @@
+"""``arena worker``: plays queued games of any tournament in one PostgreSQL database (queue.py,
+docs/scale-out.md). Run as many as you like, on as many machines.
+
+A job's game is claimed through its status and attempt (``Store.claim_game``), played through the
+referee library with the bots in the sandbox the job names, and stored once: result, record and
+the next rating pass in one transaction, only if this attempt still owns the game. A bot's failure
+is a game result; only the referee's own failures raise, and the job is retried until the game's
+attempts run out (then the game is failed with the reason). On SIGTERM or SIGINT running games get
+``grace_s`` to finish; then they are aborted, put back to pending and queued again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import procrastinate
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from referee.match.spec import GameSetup
+from referee.sandbox import SandboxSettings, make_launcher
+
+from ..errors import UsageError
+from ..store.store import StorageError, Store, describe_url, engine_url, first_line
+from .executor import InProcessExecutor
+from .queue import (
+    PLAY_TASK,
+    QUEUE_PREFIX,
+    RATE_TASK,
+    STALLED_TASK,
+    GameJob,
+    compatibility,
+    defer_games,
+    defer_rating,
+    libpq_url,
+    make_app,
+    queue_name,
+    require_postgresql,
+    schema_head,
+)
+from .rate import apply_ratings
+from .runner import MAX_ATTEMPTS, seat_bots
+
+log = logging.getLogger(__name__)
+HEARTBEAT_S = 10.0  # procrastinate's worker heartbeat
+STALLED_AFTER_S = 30.0  # a worker silent this long is dead: its jobs are retried
+GRACE_S = 20.0  # on SIGTERM, how long running games may take to finish (less than STALLED_AFTER_S)
+STALLED_CHECK_CRON = "* * * * * */5"  # the stalled-jobs check: every 5 seconds, on one worker
+RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs again
+
+
+class GameInfrastructureError(Exception):
+    """The referee could not play a game (not a bot's fault): the job raises it to be retried."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How one ``arena worker`` process runs (its command line)."""
+
+    database: str
+    concurrency: int = 1
+    logs_dir: Path | None = None  # bot logs: <logs_dir>/<tournament id>/; default a folder under /tmp
+    heartbeat_s: float = HEARTBEAT_S
+    stalled_after_s: float = STALLED_AFTER_S
+    grace_s: float = GRACE_S
+    name: str = ""  # host:pid by default
+
+    def problems(self) -> list[str]:
+        """One line per bad setting."""
+        errors = []
+        if self.concurrency < 1:
+            errors.append(f"--concurrency must be at least 1, not {self.concurrency}")
+        if not 0 < self.heartbeat_s < self.stalled_after_s:
+            errors.append(f"--heartbeat ({self.heartbeat_s:g} s) must be above 0 and below --stalled-after "
+                          f"({self.stalled_after_s:g} s): a live worker must never look stalled")
+        if not 0 <= self.grace_s < self.stalled_after_s:
+            errors.append(f"--grace ({self.grace_s:g} s) must be at least 0 and below --stalled-after "
+                          f"({self.stalled_after_s:g} s): a stopping worker sends no heartbeat")
+        return errors
+
+
+def game_time_bound_s(setup: GameSetup) -> float:
+    """A bound on one game's wall time from its time control (a game that takes longer is hung:
+    the referee's fault). Every seat's start-up, then every play at its full move time, grace and
+    bank, with room to spare: it only has to be finite."""
+    tc, options = setup.time_control, setup.options
+    plays = options.max_deals * 52  # at most a whole deck per deal
+    per_play_ms = tc.move_time_ms + tc.grace_ms + tc.bank_increment_ms + 1000  # + 1 s of transport
+    seats = options.players
+    return 60.0 + (seats * (tc.startup_time_ms + tc.bank_initial_ms) + plays * per_play_ms) / 1000
+
+
+def check_schema(url: str) -> None:
+    """UsageError (one line) unless the database's schema is exactly this worker's: a worker never
+    migrates a database under a running coordinator, nor plays one it does not understand."""
+    engine = create_engine(engine_url(make_url(url)))
+    try:
+        with engine.connect() as conn:
+            from alembic.migration import MigrationContext
+
+            current = MigrationContext.configure(conn).get_current_revision()
+    except SQLAlchemyError as exc:
+        raise StorageError(f"cannot use database {describe_url(url)}: {first_line(exc)}") from None
+    finally:
+        engine.dispose()
+    head = schema_head()
+    if current is None:
+        raise UsageError(f"database {describe_url(url)} has no arena tables: start a tournament there first "
+                         "(arena run FILE --queue)")
+    if current != head:
+        newer = current > head
+        raise UsageError(
+            f"database {describe_url(url)} has schema revision {current}, this worker's is {head}: "
+            + ("upgrade this worker to the coordinator's version" if newer
+               else "upgrade the database first (arena run FILE --queue with this version does it)"))
+
+
+class QueueWorker:
+    """One ``arena worker`` process: procrastinate's worker running the arena's tasks."""
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.settings = settings
+        self.name = settings.name or f"{socket.gethostname()}:{os.getpid()}"
+        self.store: Store | None = None
+        self._logs_root = settings.logs_dir
+        self._temp: tempfile.TemporaryDirectory[str] | None = None
+        self._executors: dict[tuple[int, SandboxSettings], InProcessExecutor] = {}
+        self._deferrer = make_app()  # defers on a store transaction's own connection
+        self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_url(settings.database)))
+        self._register_tasks()
+
+    # --- the tasks ----------------------------------------------------------------------------
+
+    def _register_tasks(self) -> None:
+        app = self.app
+
+        @app.task(name=PLAY_TASK, pass_context=True,
+                  retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=RETRY_WAIT_S))
+        async def play_game(context: procrastinate.JobContext, **args: Any) -> str:
+            assert context.job.id is not None
+            return await self.play(context.job.id, args)
+
+        @app.task(name=RATE_TASK)
+        async def rate_tournament(tournament_id: int) -> None:
+            assert self.store is not None
+            await asyncio.to_thread(apply_ratings, self.store, tournament_id)
+
+        @app.periodic(cron=STALLED_CHECK_CRON, periodic_id="stalled")
+        @app.task(name=STALLED_TASK, queue=queue_name(), queueing_lock=STALLED_TASK, pass_context=True)
+        async def retry_stalled_jobs(context: procrastinate.JobContext, timestamp: int) -> int:
+            # procrastinate's documented recipe: jobs of workers whose heartbeat stopped run again
+            stalled = list(await context.app.job_manager.get_stalled_jobs(
+                seconds_since_heartbeat=self.settings.stalled_after_s))
+            for job in stalled:
+                log.warning("retrying job %s (%s): its worker stopped sending heartbeats", job.id, job.task_name)
+                await context.app.job_manager.retry_job(job)
+            return len(stalled)
+
+    async def play(self, job_id: int, args: dict[str, Any]) -> str:
+        """Play the job's game unless it is settled or another job's; what happened, for the log."""
+        assert self.store is not None
+        store = self.store
+        job = GameJob.from_args(args)
+        task = await asyncio.to_thread(store.claim_game, job.game_id, job_id, self.name)
+        if task is None:
+            return f"game {job.number} of tournament {job.tournament_id}: nothing to play (settled or another job's)"
+        seats_by_position = await asyncio.to_thread(seat_bots, store, job.tournament_id)
+        seats = [seats_by_position[p] for p in task.seat_bots]
+        try:
+            async with asyncio.timeout(game_time_bound_s(job.setup)):
+                report = await self._executor(job).play(job.setup, seats)
+        except asyncio.CancelledError:
+            # the worker is stopping and the grace is over: the game goes back to be played again
+            store.fail(task, "interrupted by a worker's shutdown; to be replayed", True,
+                       then=lambda conn: defer_games(self._deferrer, conn, [job]))
+            raise
+        except Exception as exc:  # the referee's own failure, or a game past its time bound
+            error = ("the game took longer than its time control allows (hung)" if isinstance(exc, TimeoutError)
+                     else f"{type(exc).__name__}: {exc}")
+            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt)
+            final = task.attempt >= MAX_ATTEMPTS
+            await asyncio.to_thread(store.fail, task, error, not final,
+                                    (lambda conn: defer_rating(self._deferrer, conn, job.tournament_id)) if final
+                                    else None)
+            if final:
+                return f"game {task.number}: failed after {task.attempt} attempts: {error}"
+            raise GameInfrastructureError(error) from exc
+        stored = await asyncio.to_thread(store.finish, task, report.result, report.record,
+                                         lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
+        if not stored:
+            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt)
+            return f"game {task.number}: attempt {task.attempt} was no longer ours"
+        return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
+
+    def _executor(self, job: GameJob) -> InProcessExecutor:
+        """The executor (bot process pools) for the job's tournament and sandbox."""
+        key = (job.tournament_id, job.sandbox)
+        executor = self._executors.get(key)
+        if executor is None:
+            if self._logs_root is None:
+                self._temp = self._temp or tempfile.TemporaryDirectory(prefix="arena-worker-logs-")
+                self._logs_root = Path(self._temp.name)
+            logs = self._logs_root / f"tournament-{job.tournament_id}"
+            executor = self._executors[key] = InProcessExecutor(logs, make_launcher(job.sandbox))
+        return executor
+
+    # --- the process --------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Take games until stopped (SIGTERM, SIGINT); the exit status."""
+        s = self.settings
+        self.store = await asyncio.to_thread(lambda: Store(s.database, migrate=False))
+        try:
+            async with self.app.open_async():
+                await self._say_what_waits_elsewhere()
+                log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(), s.concurrency)
+                await self.app.run_worker_async(
+                    queues=[queue_name()], concurrency=s.concurrency, name=self.name,
+                    update_heartbeat_interval=s.heartbeat_s, stalled_worker_timeout=s.stalled_after_s,
+                    shutdown_graceful_timeout=s.grace_s, delete_jobs="successful", install_signal_handlers=True)
+        finally:
+            for executor in self._executors.values():
+                await executor.close()
+            self._executors.clear()
+            self.store.close()
+            if self._temp is not None:
+                self._temp.cleanup()
+        return 0
+
+    async def _say_what_waits_elsewhere(self) -> None:
+        """One line when games wait in another version's queue: this worker will not take them."""
+        rows = await self.app.connector.execute_query_all_async(
+            "SELECT queue_name, count(*) AS n FROM procrastinate_jobs WHERE status = 'todo' "
+            "AND queue_name LIKE %(prefix)s AND queue_name <> %(mine)s GROUP BY queue_name",
+            prefix=QUEUE_PREFIX + "%", mine=queue_name())
+        for row in rows:
+            version = row["queue_name"].removeprefix(QUEUE_PREFIX)
+            sys.stderr.write(f"arena worker: {row['n']} queued game(s) are for version {version}, this worker is "
+                             f"{compatibility()}: not taking them (run a worker of that version)\n")
+            sys.stderr.flush()
+
+
+async def run_worker(settings: WorkerSettings) -> int:
+    """``arena worker``: check the settings and the database, then work until stopped."""
+    require_postgresql(settings.database, "arena worker")
+    errors = settings.problems()
+    if errors:
+        raise UsageError("; ".join(errors))
+    await asyncio.to_thread(check_schema, settings.database)
+    return await QueueWorker(settings).run()
+
+
+__all__ = ["GameInfrastructureError", "QueueWorker", "WorkerSettings", "check_schema", "game_time_bound_s",
+           "run_worker"]
