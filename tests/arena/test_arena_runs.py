@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import json
 import os
 import random
 import re
 import secrets
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,7 +20,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -31,27 +28,37 @@ import psycopg
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from rich.console import Console
 from sqlalchemy import Column, Integer, MetaData, Table, insert, inspect, select, text
 
-from arena.cli.live import run_tournament
 from arena.config import load_config
 from arena.play.executor import InProcessExecutor
 from arena.play.rate import apply_ratings
-from arena.play.runner import TournamentRunner, current_standings, open_tournament
+from arena.play.runner import TournamentRunner, open_tournament
 from arena.rating.ratings import RatingBook, make_env
 from arena.rating.results import GameOutcome
-from arena.rating.standings import standings_json
 from arena.schedule.pairings import round_robin
 from arena.store.models import Base
 from arena.store.queue_schema import include_object, is_queue_object
 from arena.store.store import GameTask, StorageError, Store
 from casino.v1 import game_pb2
+from tests.arena.runs_support import (
+    BOTS,
+    DIES_WITH_PARENT,
+    NAME,
+    PLAY_TIMEOUT_S,
+    SCHEDULE,
+    TIME,
+    Outcome,
+    assert_complete,
+    outcome_of,
+    play,
+    tournament_file,
+)
+from tests.arena.runs_support import reference  # noqa: F401 - a fixture
 from tests.arena_support import (
     ROOT,
     arena_argv,
     arena_env,
-    game_results,
     kill_marked_processes,
     new_marker,
     run_arena,
@@ -59,85 +66,7 @@ from tests.arena_support import (
     wait_no_marked_processes,
     write_tournament,
 )
-from tests.conftest import python_bot_command, running_bot
-
-PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
-NAME = "runs"  # the same name everywhere: it is part of every game id, which seeds the random bots
-# Generous move and startup limits: eight games at once on two cores must not time out, or
-# results would depend on the machine's load.
-TIME = {"move_ms": 2000, "startup_ms": 20000}  # a move time no sample bot can miss on a loaded machine
-BOTS = [
-    {"name": "random-a", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "11"}},
-    {"name": "random-b", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "22"}},
-    {"name": "greedy", "command": sample_bot_command("greedy_bot.py")},
-    {"name": "random-c", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "33"}},
-]
-SETTINGS = {"name": NAME, "players": 2, "games_per_pairing": 2, "duplicate": True, "seed": 20240611}
-SCHEDULE = round_robin(len(BOTS), 2, 2, True, SETTINGS["seed"])
-PLAY_TIMEOUT_S = 180
-
-
-DIES_WITH_PARENT = sys.platform == "linux" and shutil.which("setpriv") is not None
-
-
-def tournament_file(folder: Path, marker: str, concurrency: int, database: str | None = None) -> Path:
-    """The tournament every comparison here uses, with its own database in ``folder`` unless given."""
-    folder.mkdir(parents=True, exist_ok=True)
-    db = database or f"sqlite:///{folder / 'arena.db'}"
-    return write_tournament(folder / "runs.toml", {**SETTINGS, "concurrency": concurrency, "database": db},
-                            BOTS, TIME, marker)
-
-
-def play(path: Path, concurrency: int | None = None) -> int:
-    """`arena run` in this process (its output discarded); the exit status."""
-    config = load_config(path)
-    return asyncio.run(asyncio.wait_for(run_tournament(config, Console(file=io.StringIO()), concurrency),
-                                        PLAY_TIMEOUT_S))
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a finished tournament stored, for comparisons."""
-
-    standings: str  # standings_json
-    numbers: list[int]  # every stored game's number, in order (repeats would show)
-    games: dict[int, tuple[tuple[int, ...], int, str, dict[str, Any] | None]]
-    history_rows: int
-
-
-def outcome_of(url: str) -> Outcome:
-    store = Store(url)
-    try:
-        tid = store.tournament_id(NAME)
-        assert tid is not None
-        return Outcome(standings_json(current_standings(store, tid)), [g.number for g in store.games(tid)],
-                       game_results(store, tid), len(store.rating_history(tid)))
-    finally:
-        store.close()
-
-
-def assert_complete(outcome: Outcome) -> None:
-    """Every scheduled game stored once, done, with the scheduled seats and deck, and rated."""
-    assert outcome.numbers == [g.number for g in SCHEDULE]
-    for g in SCHEDULE:
-        seats, deck, status, result = outcome.games[g.number]
-        assert (seats, deck, status) == (g.seat_bots, g.deck_seed, "done"), f"game {g.number}"
-        assert result is not None and not result.get("failures"), f"game {g.number}: {result}"
-    assert outcome.history_rows == SETTINGS["players"] * len(SCHEDULE)  # each game rated once
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    """The tournament played once, one game at a time, uninterrupted, on SQLite."""
-    folder = tmp_path_factory.mktemp("reference")
-    marker = new_marker()
-    path = tournament_file(folder, marker, concurrency=1)
-    assert play(path) == 0
-    assert wait_no_marked_processes(marker) == []
-    outcome = outcome_of(load_config(path).database)
-    assert_complete(outcome)
-    return outcome
-
+from tests.conftest import PG_ADMIN_URL, python_bot_command, running_bot
 
 # --- results do not depend on how the games were run -------------------------------------------
 
@@ -232,22 +161,6 @@ def test_resume_after_kill_9_stores_every_game_once_with_reference_standings(
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
-    try:
-        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(exc).strip().splitlines()[0]}")
-    name = f"arena_t_{secrets.token_hex(6)}"
-    try:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
