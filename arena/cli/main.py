@@ -267,8 +267,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.rounds is not None and args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, not {args.rounds}")
-    warn_if_oversubscribed(config.concurrency)
-    return asyncio.run(serve_ladder(config, make_console(), max_rounds=args.rounds))
+    if not args.queue:
+        warn_if_oversubscribed(config.concurrency)
+    return asyncio.run(serve_ladder(config, make_console(), max_rounds=args.rounds, queue=args.queue))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -342,6 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="keep a ladder running: a new round on the file's interval or cron")
     p.add_argument("file")
     p.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: run until stopped)")
+    p.add_argument("--queue", action="store_true",
+                   help="queue each round's games for `arena worker` processes (PostgreSQL; docs/scale-out.md)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("bots", help="change a ladder's pool between rounds: add, remove, list")

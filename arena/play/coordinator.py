@@ -12,6 +12,7 @@ import asyncio
 import time
 from pathlib import Path
 
+import procrastinate
 from sqlalchemy import Connection, select
 
 from ..config import TournamentConfig
@@ -56,15 +57,7 @@ class QueuedSession:
         return await asyncio.to_thread(current_standings, self._store, self._tid)
 
     def _queue_missing(self, conn: Connection, tid: int) -> int:
-        """Queue every pending game of ``tid`` that has no job, on ``conn``; how many."""
-        ids = games_without_job(conn, tid)
-        if not ids:
-            return 0
-        rows = conn.execute(select(Game.id, Game.number, Game.seat_bots, Game.deck_seed)
-                            .where(Game.id.in_(ids)).order_by(Game.number)).all()
-        jobs = [GameJob(game_id, tid, number, game_setup(self.config, number, seats, seed), self.config.sandbox)
-                for game_id, number, seats, seed in rows]
-        count = defer_games(self._app, conn, jobs)
+        count = queue_missing(self._app, self.config, conn, tid)
         self.queued += count
         return count
 
@@ -117,6 +110,19 @@ class QueuedSession:
                     await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_missing(conn, tid))
         finally:
             stop_wait.cancel()
+
+
+def queue_missing(app: procrastinate.App, config: TournamentConfig, conn: Connection, tid: int) -> int:
+    """Queue every pending game of ``tid`` that has no job, on ``conn`` (in the caller's
+    transaction: the one that scheduled the games, or one of its own on a resume); how many."""
+    ids = games_without_job(conn, tid)
+    if not ids:
+        return 0
+    rows = conn.execute(select(Game.id, Game.number, Game.seat_bots, Game.deck_seed)
+                        .where(Game.id.in_(ids)).order_by(Game.number)).all()
+    jobs = [GameJob(game_id, tid, number, game_setup(config, number, seats, seed), config.sandbox)
+            for game_id, number, seats, seed in rows]
+    return defer_games(app, conn, jobs)
 
 
 def _settled(store: Store, tid: int) -> dict[int, str]:

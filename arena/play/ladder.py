@@ -12,11 +12,18 @@ Games left pending or running by an earlier serve are played first, as the round
 
 SIGTERM or SIGINT: no new round; the running games finish, unstarted ones stay pending for the
 next start; a second signal abandons the running games too (back to pending). Exit status 0.
+
+With ``queue`` (``arena serve --queue``, PostgreSQL) the server plays nothing itself: each round's
+games are queued in the transaction that schedules them and played by ``arena worker`` processes
+(docs/scale-out.md); the server follows the round until every game is settled, brings the
+ratings up to date and only then plans the next round, whose pairings need them. A signal stops
+the following; the queued games stay the workers'.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from datetime import datetime, timezone
@@ -28,6 +35,7 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
+from sqlalchemy import Connection
 
 from referee.sandbox import make_launcher
 
@@ -38,7 +46,10 @@ from ..rating.standings import fitting_standings_table
 from ..schedule.pairings import ScheduledGame, ladder_pairings, schedule, set_size
 from ..store.lease import Lease
 from ..store.store import BotRow, Store
+from .coordinator import FOLLOW_S, REQUEUE_S, queue_missing
 from .executor import InProcessExecutor
+from .queue import make_app, require_postgresql
+from .rate import apply_ratings
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
 
 log = logging.getLogger(__name__)
@@ -89,7 +100,7 @@ class LadderServer:
     """One `arena serve` run: the scheduler's round job, the signal handling and the shared executor."""
 
     def __init__(self, store: Store, tid: int, config: TournamentConfig, console: Console,
-                 max_rounds: int | None) -> None:
+                 max_rounds: int | None, queue: bool = False) -> None:
         assert config.ladder is not None
         self.store = store
         self.tid = tid
@@ -97,6 +108,8 @@ class LadderServer:
         self.ladder = config.ladder
         self.console = console
         self.max_rounds = max_rounds
+        self.queue = queue
+        self._queue_app = make_app() if queue else None
         self.executor = InProcessExecutor(logs_dir_for(config), make_launcher(config.sandbox))
         self.rounds_played = 0
         self.status = 0
@@ -106,6 +119,7 @@ class LadderServer:
         self._runner: TournamentRunner | None = None
         self._round_task: asyncio.Task[Any] | None = None
         self._abandoning = False
+        self._follow_stop = asyncio.Event()  # a queued round: stop following it
 
     # --- stopping -------------------------------------------------------------------------------
 
@@ -114,6 +128,7 @@ class LadderServer:
         self.stopping = True
         if self._runner is not None:
             self._runner.stopping.set()
+        self._follow_stop.set()
         self.finished.set()
 
     def on_signal(self, signum: int) -> None:
@@ -196,12 +211,38 @@ class LadderServer:
         number = self.store.tournament(self.tid).rounds + 1
         games = plan_round(self.config, active, self.store.ratings(self.tid), number,
                            self.store.last_game_number(self.tid), self.store.last_set_number(self.tid))
-        self.store.add_games(self.tid, number, games)
+        self.store.add_games(self.tid, number, games, then=self._queue_games if self.queue else None)
         self.console.print(f"round {number}: {len(active)} bots, {len(games)} games")
         return number
 
+    def _queue_games(self, conn: Connection, tid: int) -> int:
+        """Queue every pending game without a job (in the caller's transaction)."""
+        assert self._queue_app is not None
+        return queue_missing(self._queue_app, self.config, conn, tid)
+
+    async def follow_queued_games(self) -> int:
+        """A queued round: queue what has no job (games an earlier serve left), then wait until the
+        workers have settled every game, and rate them; how many were played to a result."""
+        store, tid = self.store, self.tid
+        await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_games(conn, tid))
+        before = (await asyncio.to_thread(store.counts, tid))["done"]
+        requeued_at = asyncio.get_running_loop().time()
+        while not self._follow_stop.is_set():
+            counts = await asyncio.to_thread(store.counts, tid)
+            if counts["pending"] + counts["running"] == 0:
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._follow_stop.wait(), FOLLOW_S)
+            if asyncio.get_running_loop().time() - requeued_at >= REQUEUE_S:  # jobs aborted meanwhile
+                requeued_at = asyncio.get_running_loop().time()
+                await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_games(conn, tid))
+        await asyncio.to_thread(apply_ratings, store, tid)  # the next round's pairings need every rating
+        return (await asyncio.to_thread(store.counts, tid))["done"] - before
+
     async def play_games(self) -> int:
         """Play every pending game; how many were played to a result."""
+        if self.queue:
+            return await self.follow_queued_games()
         played = 0
 
         def on_game(done: GameDone) -> None:
@@ -264,8 +305,11 @@ class LadderServer:
         return self.status
 
 
-async def serve_ladder(config: TournamentConfig, console: Console, max_rounds: int | None = None) -> int:
+async def serve_ladder(config: TournamentConfig, console: Console, max_rounds: int | None = None,
+                       queue: bool = False) -> int:
     """`arena serve`: keep the file's ladder running (see the module docstring); the exit status."""
+    if queue:
+        require_postgresql(config.database, "arena serve --queue")
     if config.ladder is None:
         raise ConfigError(f"{shown(config.path.name)}: no [ladder] section: `arena serve` needs interval or cron")
     if max_rounds is not None and max_rounds < 1:
@@ -286,10 +330,11 @@ async def serve_ladder(config: TournamentConfig, console: Console, max_rounds: i
     try:
         store = Store(config.database)
         tid = open_tournament(store, config, schedule_games=False)
-        lease = Lease.acquire(store, tid, config.name, "serve")  # two servers would both schedule rounds
+        # two servers would both schedule rounds
+        lease = Lease.acquire(store, tid, config.name, "serve --queue" if queue else "serve")
         if lease.taken_from:
             console.print(f"took over the lease of a process that is gone: {lease.taken_from}", soft_wrap=True)
-        server = LadderServer(store, tid, config, console, max_rounds)
+        server = LadderServer(store, tid, config, console, max_rounds, queue)
         lease.when_lost(lambda: loop.call_soon_threadsafe(server.stop) if server is not None else None)
         return await server.serve()
     finally:

@@ -5,11 +5,19 @@ rating history of a single-process run of the same tournament; the CLI's refusal
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from arena.config import load_config
-from tests.arena.queue_support import log_text, run_queued, workers
-from tests.arena.runs_support import Outcome, assert_complete, outcome_of, reference, tournament_file  # noqa: F401
-from tests.arena_support import new_marker, run_arena, wait_no_marked_processes
+from arena.store.store import Store
+from tests.arena.queue_support import FOLLOW_TIMEOUT_S, log_text, run_queued, workers
+from tests.arena.runs_support import TIME, Outcome, assert_complete, outcome_of, reference, tournament_file  # noqa: F401
+from tests.arena_support import (
+    new_marker,
+    run_arena,
+    sample_bot_command,
+    wait_no_marked_processes,
+    write_tournament,
+)
 
 
 def test_three_workers_play_every_game_once_with_the_single_process_standings(
@@ -43,3 +51,44 @@ def test_a_worker_or_a_queued_run_on_sqlite_is_one_line_and_exit_2(tmp_path: Pat
     assert done.stderr.count("\n") == 1 and "needs a PostgreSQL database" in done.stderr, done.stderr
     done = run_arena("run", str(path), "--detach")
     assert done.returncode == 2 and "--detach is for --queue" in done.stderr, done.stderr
+
+
+def _ladder_games(url: str, name: str) -> tuple[list[tuple[int, int, tuple[int, ...], int, str, Any]], list[Any]]:
+    """Every game of a ladder (number, round, seats, deck, status, result) and its rating history."""
+    store = Store(url)
+    try:
+        tid = store.tournament_id(name)
+        assert tid is not None
+        games = [(g.number, g.round, g.seat_bots, g.deck_seed, g.status, g.result) for g in store.games(tid)]
+        return games, store.rating_history(tid)
+    finally:
+        store.close()
+
+
+def test_a_queued_ladder_plays_the_rounds_a_local_one_plays(pg_url: str, tmp_path: Path) -> None:
+    """`arena serve --queue`: rounds are scheduled by the server and played by workers; each round's
+    pairings are planned on the ratings of every earlier game, so the games, rounds and rating
+    history equal those of the same ladder served locally."""
+    bots = [{"name": "greedy", "command": sample_bot_command("greedy_bot.py")},
+            {"name": "random-a", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "11"}},
+            {"name": "random-b", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "22"}}]
+    ladder = {"interval": "1s", "pairings_per_bot": 1}
+    for folder in ("local", "queued"):
+        (tmp_path / folder).mkdir()
+    local = write_tournament(tmp_path / "local" / "lad.toml", {
+        "name": "lad", "players": 2, "seed": 11, "concurrency": 1, "database": f"sqlite:///{tmp_path / 'local.db'}",
+        "ladder": ladder}, bots, TIME)
+    queued = write_tournament(tmp_path / "queued" / "lad.toml", {
+        "name": "lad", "players": 2, "seed": 11, "database": pg_url, "ladder": ladder}, bots, TIME)
+    done = run_arena("serve", str(local), "--rounds", "2", timeout=FOLLOW_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    Store(pg_url).close()  # the arena's tables first: a worker refuses a database without them
+    with workers(pg_url, tmp_path / "logs", 2):
+        done = run_arena("serve", str(queued), "--rounds", "2", "--queue", timeout=FOLLOW_TIMEOUT_S)
+        assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{log_text(tmp_path / 'logs')}"
+    assert "round 2:" in done.stdout, done.stdout
+    local_games, local_history = _ladder_games(f"sqlite:///{tmp_path / 'local.db'}", "lad")
+    queued_games, queued_history = _ladder_games(pg_url, "lad")
+    assert {g[1] for g in local_games} == {1, 2}
+    assert queued_games == local_games
+    assert queued_history == local_history
