@@ -27,10 +27,13 @@ def queue_status(store: Store, tid: int) -> dict[str, Any]:
     with store.session() as s:
         latest = s.scalar(select(func.max(Game.finished_at)).where(Game.tournament_id == tid))
         if latest is not None:
-            recent = s.scalar(select(func.count()).where(
+            # the games finished in the last minute of play, over the time they took to finish
+            n, first = s.execute(select(func.count(), func.min(Game.finished_at)).where(
                 Game.tournament_id == tid, Game.status == GameStatus.DONE.value,
-                Game.finished_at > latest - timedelta(seconds=RATE_WINDOW_S)))
-            status["games_per_s"] = round((recent or 0) / RATE_WINDOW_S, 2)
+                Game.finished_at > latest - timedelta(seconds=RATE_WINDOW_S))).one()
+            span = (latest - first).total_seconds() if first is not None else 0.0
+            if n >= 2 and span > 0:
+                status["games_per_s"] = round((n - 1) / span, 2)
         if store.engine.dialect.name != "postgresql":
             status["queue"] = None  # SQLite: no queue; the games are played by `arena run`
             return status
@@ -71,7 +74,8 @@ def print_status(store: Store, tid: int, config: TournamentConfig, fmt: str) -> 
     lines = [f"tournament {config.name!r}: {g['done']}/{total} games done, {g['running']} running, "
              f"{g['pending']} pending, {g['failed']} failed"]
     if "games_per_s" in status:
-        lines.append(f"rate: {status['games_per_s']:.2f} games/s over the last {RATE_WINDOW_S} s of play")
+        lines.append(f"rate: {status['games_per_s']:.2f} games/s (the games finished in the last {RATE_WINDOW_S} s "
+                     "of play)")
     q = status["queue"]
     if q is None:
         lines.append("no job queue (a SQLite database): `arena run` plays the games itself")

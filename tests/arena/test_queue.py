@@ -4,6 +4,7 @@ rating history of a single-process run of the same tournament; the CLI's refusal
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,14 @@ def test_three_workers_play_every_game_once_with_the_single_process_standings(
     queued = run_queued(path, "--detach")
     assert queued.returncode == 0, queued.stderr
     assert f"{len(reference.numbers)} game(s) queued" in queued.stdout, queued.stdout
+    total = len(reference.numbers)
+    waiting = run_arena("status", str(path), "--format", "json")
+    assert waiting.returncode == 0, waiting.stderr
+    status = json.loads(waiting.stdout)
+    assert status["games"] == {"pending": total, "running": 0, "done": 0, "failed": 0}
+    assert status["queue"]["waiting"] == total and status["queue"]["workers"] == []
+    again = run_queued(path, "--detach")  # a second coordinator start queues nothing more
+    assert again.returncode == 0 and "0 game(s) queued" in again.stdout, again.stdout + again.stderr
     with workers(pg_url, tmp_path / "logs", 3):
         followed = run_queued(path)
         assert followed.returncode == 0, f"{followed.stdout}\n{followed.stderr}\n{log_text(tmp_path / 'logs')}"
@@ -36,6 +45,10 @@ def test_three_workers_play_every_game_once_with_the_single_process_standings(
     assert outcome.games == reference.games
     assert outcome.history == reference.history
     assert outcome.standings == reference.standings
+    shown = run_arena("status", str(path))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"tournament 'runs': {total}/{total} games done, 0 running, 0 pending"), shown.stdout
+    assert "queue: 0 waiting, 0 being played, 0 stalled" in shown.stdout, shown.stdout
     logs = log_text(tmp_path / "logs")
     assert sum(f"worker{i}.log" in logs and "played (attempt 1)" in (tmp_path / "logs" / f"worker{i}.log").read_text()
                for i in range(3)) >= 2, f"the games were not spread over the workers:\n{logs}"
