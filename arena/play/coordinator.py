@@ -20,7 +20,7 @@ from ..rating.standings import Standings
 from ..store.lease import Lease
 from ..store.models import Game, GameStatus
 from ..store.store import Store
-from .queue import GameJob, defer_games, games_without_job, make_app, require_postgresql
+from .queue import GameJob, defer_games, games_without_job, make_app, release_orphaned_games, require_postgresql
 from .rate import apply_ratings
 from .runner import current_standings, game_setup, logs_dir_for, open_tournament
 from .session import GameFinished, NoEvents, RunEnded, RunStarted, SessionEvents
@@ -115,6 +115,7 @@ class QueuedSession:
 def queue_missing(app: procrastinate.App, config: TournamentConfig, conn: Connection, tid: int) -> int:
     """Queue every pending game of ``tid`` that has no job, on ``conn`` (in the caller's
     transaction: the one that scheduled the games, or one of its own on a resume); how many."""
+    release_orphaned_games(conn, tid)
     ids = games_without_job(conn, tid)
     if not ids:
         return 0

@@ -174,3 +174,15 @@ def games_without_job(conn: Connection, tournament_id: int) -> list[int]:
         " AND j.status IN ('todo', 'doing') AND j.lock = 'arena-game-' || g.id::text)"
         " ORDER BY g.number"), {"tid": tournament_id, "task": PLAY_TASK, "queue": queue_name()})
     return [row[0] for row in rows]
+
+
+def release_orphaned_games(conn: Connection, tournament_id: int) -> int:
+    """Put back to pending the running games whose job is neither waiting nor running any more (a
+    job that gave up on errors of the database itself, after claiming its game): nobody would
+    finish them. A live job's game is never touched: its job is 'doing' for as long as it plays."""
+    result = conn.execute(text(
+        "UPDATE games g SET status = 'pending' WHERE g.tournament_id = :tid AND g.status = 'running'"
+        " AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.task_name = :task"
+        " AND j.status IN ('todo', 'doing') AND j.lock = 'arena-game-' || g.id::text)"),
+        {"tid": tournament_id, "task": PLAY_TASK})
+    return result.rowcount or 0

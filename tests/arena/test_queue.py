@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
+
 from arena.config import load_config
 from arena.store.store import Store
 from tests.arena.queue_support import FOLLOW_TIMEOUT_S, log_text, run_queued, workers
@@ -105,3 +107,39 @@ def test_a_queued_ladder_plays_the_rounds_a_local_one_plays(pg_url: str, tmp_pat
     assert {g[1] for g in local_games} == {1, 2}
     assert queued_games == local_games
     assert queued_history == local_history
+
+
+def test_resume_queues_only_games_without_a_job_and_frees_games_whose_job_gave_up(pg_url: str, tmp_path: Path) -> None:
+    """The coordinator's resume, on a real queue: a game whose job waits or runs is left alone; a
+    pending game without a job is queued once; a running game whose job is over (it gave up on
+    the database's errors after claiming) goes back to pending and is queued."""
+    from arena.play.coordinator import queue_missing
+    from arena.play.queue import make_app
+    from arena.play.runner import open_tournament
+
+    path = tournament_file(tmp_path, new_marker(), concurrency=1, database=pg_url)
+    config = load_config(path)
+    store = Store(pg_url)
+    app = make_app()
+    try:
+        tid = open_tournament(store, config)  # scheduled, nothing queued: a coordinator killed before its queueing
+        total = len(store.games(tid))
+        assert store.in_transaction(lambda conn: queue_missing(app, config, conn, tid)) == total
+        assert store.in_transaction(lambda conn: queue_missing(app, config, conn, tid)) == 0  # never twice
+        first, second = store.games(tid)[:2]
+        with store.engine.begin() as conn:
+            jobs = dict(conn.execute(text("SELECT lock, id FROM procrastinate_jobs")).all())
+            for game, job_status in ((first, "doing"), (second, "failed")):
+                conn.execute(text("UPDATE procrastinate_jobs SET status = :s WHERE id = :j"),
+                             {"s": job_status, "j": jobs[f"arena-game-{game.id}"]})
+                conn.execute(text("UPDATE games SET status = 'running', attempt = 1, job_id = :j WHERE id = :g"),
+                             {"j": jobs[f"arena-game-{game.id}"], "g": game.id})
+        assert store.in_transaction(lambda conn: queue_missing(app, config, conn, tid)) == 1
+        after = {g.number: g.status for g in store.games(tid)}
+        assert after[first.number] == "running" and after[second.number] == "pending"
+        with store.engine.connect() as conn:
+            waiting = conn.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo' AND lock = :l"),
+                                   {"l": f"arena-game-{second.id}"}).scalar()
+        assert waiting == 1
+    finally:
+        store.close()
