@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
+import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -240,3 +242,22 @@ def _match_temp_dirs_under_pytest(tmp_path_factory: pytest.TempPathFactory):  # 
         os.environ.pop("TMPDIR", None)
     else:
         os.environ["TMPDIR"] = previous_env
+
+
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"  # the server this machine kind starts
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(exc).strip().splitlines()[0]}")
+    name = f"arena_t_{secrets.token_hex(6)}"
+    try:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
