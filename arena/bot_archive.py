@@ -261,5 +261,5 @@ def _gunzip(content: bytes) -> bytes:
 
 
 def _too_large(size: int) -> str:
-    return (f"is {size / MIB:.1f} MiB: a bot archive may be at most {MAX_ARCHIVE_BYTES // MIB} MiB "
-            f"({MAX_ARCHIVE_BYTES} bytes)")
+    return (f"is {size} bytes: a bot archive may be at most {MAX_ARCHIVE_BYTES} bytes "
+            f"({MAX_ARCHIVE_BYTES // MIB} MiB)")
