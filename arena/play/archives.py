@@ -103,6 +103,8 @@ class ArchiveCache:
                                    f"{exc.strerror or exc} (set {CACHE_ENV} to another folder)") from None
 
     def _unpack(self, content: bytes, sha256: str, folder: Path) -> None:
+        if not hasattr(tarfile, "data_filter"):  # Python 3.11.4+; the filter is the unpacker's second line
+            raise ArchiveError("unpacking bot archives needs Python 3.11.4 or later (tarfile's data filter)")
         _, tar_bytes = open_archive(content)  # the checks again: the database may hold anything
         self._make_root()
         try:
