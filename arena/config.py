@@ -32,6 +32,7 @@ from referee.match.spec import FailurePolicy, GameSettings
 from referee.rules import Condition, InvalidOptionError, RuleOptions
 from referee.sandbox import SandboxSettings, SandboxSettingsError
 
+from .bot_archive import ArchiveError, archive_folder, check_archive, command_problem, read_archive_file
 from .errors import ArenaError, one_line, quoted, shown
 
 SEED_MAX = 2**63 - 1  # fits a signed 64-bit database column and the protocol's uint64
@@ -47,7 +48,7 @@ SECTION_KEYS = {
     "[rules]": ("on_twenty", "max_deals"),
     "[time]": ("move_ms", "grace_ms", "bank_ms", "increment_ms", "startup_ms", "cpu_ms"),
     "[failures]": ("policy", "max_strikes"),
-    "[[bots]]": ("name", "command", "address", "cwd", "env"),
+    "[[bots]]": ("name", "command", "address", "cwd", "env", "archive"),
     "[ladder]": ("interval", "cron", "pairings_per_bot", "sets_per_pairing"),
     "[sandbox]": SandboxSettings.keys(),
 }
@@ -70,15 +71,23 @@ class ConfigError(ArenaError, ValueError):
 
 @dataclass(frozen=True)
 class BotConfig:
-    """One [[bots]] entry: a unique name and where the bot is (a command to start or an address)."""
+    """One [[bots]] entry: a unique name and where the bot is (a command to start or an address).
+    With an ``archive`` (the file's absolute path), ``cwd`` is a folder inside the archive (None:
+    its root) and ``archive_sha256`` the hash it had when the file was read (None when the file's
+    programs were not checked: the reading commands)."""
 
     name: str
     spec: str
     cwd: str | None
     env: dict[str, str]
+    archive: str | None = None
+    archive_sha256: str | None = None
 
     def endpoint(self) -> BotEndpoint:
-        """The referee's endpoint for this bot (checks again that a command's program exists)."""
+        """The referee's endpoint for a bot without an archive (checks again that a command's
+        program exists); one with an archive starts from its unpacked copy (arena/play/archives.py)."""
+        if self.archive is not None:
+            raise ValueError(f"bot {self.name!r} runs from an archive: its endpoint comes from the archive cache")
         return BotEndpoint.parse(self.spec, cwd=self.cwd, env=self.env)
 
 
@@ -420,7 +429,7 @@ def _bot(table: _Table, folder: Path, check_programs: bool) -> BotConfig:
                       f'or address = "host:port" / "unix:/path" (a bot already running)')
         return BotConfig(name=name, spec="", cwd=None, env={})
     if has_address:
-        for key in ("cwd", "env"):
+        for key in ("cwd", "env", "archive"):
             if key in table.data:
                 table.fail(key, "only applies to a command, not to an address")
         key, spec = "address", table.string("address")
@@ -428,6 +437,8 @@ def _bot(table: _Table, folder: Path, check_programs: bool) -> BotConfig:
             table.fail(key, f'must be "host:port" or "unix:/path", not {_show(spec)} '
                             f'(use command = for a program the arena starts)')
         cwd, env = None, {}
+    elif "archive" in table.data:
+        return _archive_bot(table, name, folder, check_programs)
     else:
         key, spec = "command", table.string("command")
         cwd = _cwd(table, folder, check_programs)
@@ -438,6 +449,34 @@ def _bot(table: _Table, folder: Path, check_programs: bool) -> BotConfig:
         except EndpointError as exc:
             table.fail(key, f"is not usable: {one_line(str(exc))}")
     return BotConfig(name=name, spec=spec, cwd=cwd, env=env)
+
+
+def _archive_bot(table: _Table, name: str, folder: Path, check: bool) -> BotConfig:
+    """A [[bots]] entry whose command runs from an archive: ``archive`` from this file's folder,
+    ``cwd`` a folder inside the archive; with ``check``, the archive is read and checked, and so
+    are ``cwd`` and the command's program against its members."""
+    spec, env = table.string("command"), _env(table)
+    text = table.string("archive")
+    path = os.path.normpath(folder / Path(text).expanduser()) if text else ""
+    cwd = None
+    if "cwd" in table.data and (cwd_text := table.string("cwd")):
+        try:
+            cwd = archive_folder(cwd_text)
+        except ArchiveError as exc:
+            table.fail("cwd", f"{exc} (with archive, cwd is a folder inside it)")
+    sha256 = None
+    if check and text:
+        try:
+            checked = check_archive(read_archive_file(path))
+        except ArchiveError as exc:
+            table.fail("archive", f"{_show(text)} {exc}")
+        else:
+            sha256 = checked.sha256
+            if cwd is not None and table.all_good("cwd") and not checked.is_folder(cwd):
+                table.fail("cwd", f"{_show(cwd)} is not a folder in the archive {_show(text)}")
+            elif spec and table.all_good("cwd") and (problem := command_problem(checked, spec, cwd)):
+                table.fail("command", f"is not usable: {problem}")
+    return BotConfig(name=name, spec=spec, cwd=cwd, env=env, archive=path or None, archive_sha256=sha256)
 
 
 def _cwd(table: _Table, folder: Path, check: bool) -> str | None:

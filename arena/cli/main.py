@@ -20,6 +20,7 @@ from referee.errors import RefereeError
 from referee.match.record import seat_move_times
 from referee.rules import RulesError
 
+from ..bot_archive import ArchiveError, check_archive, command_problem, read_archive_file
 from ..config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from ..errors import ArenaError, UsageError, one_line, quoted, shown
 from ..play.runner import current_standings, open_tournament
@@ -237,12 +238,16 @@ def cmd_bots(args: argparse.Namespace) -> int:
             if not BOT_NAME.fullmatch(args.name):  # the file's rule: names also name log files
                 raise UsageError("a bot name must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, "
                                  f"not {quoted(args.name)}")
-            endpoint = BotEndpoint.parse(args.spec)  # raises EndpointError on a bad spec
-            if config.time_control.cpu_time_ms and not endpoint.is_process:  # as the file's bots are checked
-                raise UsageError(f"cannot add {args.name}: [time] cpu_ms needs bots the arena starts, and "
-                                 f"{quoted(args.spec)} is an address (its CPU time cannot be measured)")
-            row = store.add_bot(tid, args.name, args.spec)
-            sys.stdout.write(f"added {row.name}: {row.spec}\n")
+            archive = None
+            if args.archive is not None:  # the command runs at the root of the archive, unpacked where it plays
+                archive = _bot_archive(store, args.archive, args.spec)
+            else:
+                endpoint = BotEndpoint.parse(args.spec)  # raises EndpointError on a bad spec
+                if config.time_control.cpu_time_ms and not endpoint.is_process:  # as the file's bots are checked
+                    raise UsageError(f"cannot add {args.name}: [time] cpu_ms needs bots the arena starts, and "
+                                     f"{quoted(args.spec)} is an address (its CPU time cannot be measured)")
+            row = store.add_bot(tid, args.name, args.spec, archive=archive)
+            sys.stdout.write(f"added {row.name}: {row.spec}{_archive_note(row.archive)}\n")
         elif args.action == "remove":
             store.remove_bot(tid, args.name)
             sys.stdout.write(f"removed {args.name} (its games and ratings stay)\n")
@@ -253,10 +258,29 @@ def cmd_bots(args: argparse.Namespace) -> int:
                 r = ratings.get(b.name)
                 state = "active" if b.active else "removed"
                 mu, sigma = (f"{r.mu:.2f}", f"{r.sigma:.2f}") if r else ("-", "-")
-                sys.stdout.write(f"{b.name:20s} {state:8s} {mu:>6s} {sigma:>6s}  {b.spec}\n")
+                sys.stdout.write(f"{b.name:20s} {state:8s} {mu:>6s} {sigma:>6s}  {b.spec}{_archive_note(b.archive)}\n")
     finally:
         store.close()
     return 0
+
+
+def _bot_archive(store: Store, path: str, spec: str) -> str:
+    """Check the archive file of `bots add --archive` and the command against it, store it; its sha256."""
+    where = shown(path)
+    try:
+        content = read_archive_file(path)
+        checked = check_archive(content)
+    except ArchiveError as exc:
+        raise UsageError(f"--archive {where} {exc}") from None
+    if problem := command_problem(checked, spec, None):
+        raise UsageError(f"bot command {quoted(spec)} cannot start from --archive {where}: {problem}")
+    store.put_archive(checked.sha256, content)
+    return checked.sha256
+
+
+def _archive_note(sha256: str | None) -> str:
+    """What `bots add` and `bots list` show of a bot's archive: its hash, short."""
+    return f"  (archive {sha256[:12]})" if sha256 else ""
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -351,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["add", "remove", "list"])
     p.add_argument("name", nargs="?")
     p.add_argument("spec", nargs="?", help="command line or address (add)")
+    p.add_argument("--archive", metavar="FILE", help="add: the bot's files as a .tar.gz, stored in the database; "
+                   "the command runs at the archive's root (docs/tournaments.md, \"Bot archives\")")
     p.add_argument("-f", "--file", default="tournament.toml", help="the ladder's tournament file (default ./tournament.toml)")
     p.set_defaults(func=cmd_bots)
 
@@ -376,6 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"bots {args.action} needs a bot NAME")
         if args.action == "add" and not args.spec:
             parser.error("bots add needs NAME and CMD_OR_ADDR")
+        if args.archive is not None and args.action != "add":
+            parser.error(f"bots {args.action} takes no --archive")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

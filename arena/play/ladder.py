@@ -46,6 +46,7 @@ from ..rating.standings import fitting_standings_table
 from ..schedule.pairings import ScheduledGame, ladder_pairings, schedule, set_size
 from ..store.lease import Lease
 from ..store.store import BotRow, Store
+from .archives import ArchiveCache
 from .coordinator import FOLLOW_S, REQUEUE_S, queue_missing
 from .executor import InProcessExecutor
 from .queue import make_app, require_postgresql
@@ -111,6 +112,7 @@ class LadderServer:
         self.queue = queue
         self._queue_app = make_app() if queue else None
         self.executor = InProcessExecutor(logs_dir_for(config), make_launcher(config.sandbox))
+        self.archives = ArchiveCache()  # one for every round: each unpacked archive is checked once
         self.rounds_played = 0
         self.status = 0
         self.signals = 0
@@ -249,7 +251,8 @@ class LadderServer:
             nonlocal played
             played += done.report is not None
 
-        runner = TournamentRunner(self.store, self.tid, self.config, self.executor, on_game=on_game)
+        runner = TournamentRunner(self.store, self.tid, self.config, self.executor, on_game=on_game,
+                                  archives=self.archives)
         self._runner = runner
         if self.stopping:  # a signal came while the round was being scheduled
             runner.stopping.set()
@@ -258,7 +261,7 @@ class LadderServer:
 
     async def retire_removed_bots(self) -> None:
         """Stop the processes of bots removed (or given a new command) since they were started."""
-        retired = await self.executor.retire(set(seat_bots(self.store, self.tid, active_only=True).values()))
+        retired = await self.executor.retire(set(seat_bots(self.store, self.tid, True, self.archives).values()))
         if retired:
             log.info("stopped the processes of %s: no longer in the pool", ", ".join(retired))
 

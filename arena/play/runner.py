@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from referee.bots.endpoint import BotEndpoint
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 
@@ -26,9 +25,10 @@ from ..config import TournamentConfig
 from ..errors import quoted
 from ..rating.standings import Standings, compute_standings
 from ..schedule.pairings import round_robin
-from .rate import apply_ratings
-from ..store.store import GameTask, Scheduled, StorageError, Store, TournamentExistsError
+from ..store.store import BotSpec, GameTask, Scheduled, StorageError, Store, TournamentExistsError
+from .archives import ArchiveCache, bot_endpoint, store_config_archives
 from .executor import GameExecutor, SeatBot
+from .rate import apply_ratings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -59,9 +59,13 @@ def current_standings(store: Store, tid: int) -> Standings:
     names = [b.name for b in store.bots(tid)]
     return compute_standings(names, store.outcomes(tid), store.ratings(tid))
 
-def seat_bots(store: Store, tid: int, active_only: bool = False) -> dict[int, SeatBot]:
-    """The tournament's bots as games need them, by position (only the active ones: a ladder's pool)."""
-    return {b.position: SeatBot(b.name, BotEndpoint.parse(b.spec, cwd=b.cwd, env=b.env))
+def seat_bots(store: Store, tid: int, active_only: bool = False,
+              archives: ArchiveCache | None = None) -> dict[int, SeatBot]:
+    """The tournament's bots as games need them on this machine, by position (only the active
+    ones: a ladder's pool); a bot with an archive runs from its copy in ``archives`` (unpacked there
+    on first use; default: this machine's cache)."""
+    cache = archives or ArchiveCache()
+    return {b.position: SeatBot(b.name, bot_endpoint(store, b, cache))
             for b in store.bots(tid, active_only=active_only)}
 
 
@@ -150,22 +154,25 @@ def _setting_text(value: Any) -> str:
     return repr(value)
 
 
-def _bot_tuples(config: TournamentConfig) -> list[tuple[str, str, str | None, dict[str, str]]]:
-    return [(b.name, b.spec, b.cwd, dict(b.env)) for b in config.bots]
+def _bot_specs(config: TournamentConfig, archives: dict[str, str]) -> list[BotSpec]:
+    """How the file's bots start; ``archives``: the stored archive hash of each bot that has one."""
+    return [BotSpec(b.name, b.spec, b.cwd, dict(b.env), archives.get(b.name)) for b in config.bots]
 
 
 def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool = True,
                     then: Scheduled | None = None) -> int:
     """The tournament's id, creating and scheduling it on first use (``then`` runs in the
     scheduling transaction: the queue defers the games' jobs there). A tournament of the same
-    name scheduled with other settings is an error: its games would not be comparable."""
+    name scheduled with other settings is an error: its games would not be comparable. The
+    bots' archives are stored first (once per content), and each bot row carries its hash."""
+    archives = store_config_archives(store, config)
     tid = store.tournament_id(config.name)
     if tid is None:
         games = (round_robin(len(config.bots), config.players, config.games_per_pairing, config.duplicate, config.seed)
                  if schedule_games else [])
         try:
             return store.create_tournament(config.name, config.settings_fingerprint(), config_settings(config),
-                                           _bot_tuples(config), games, then)
+                                           _bot_specs(config, archives), games, then)
         except TournamentExistsError:  # another process created it at the same moment: open theirs
             tid = store.tournament_id(config.name)
             assert tid is not None
@@ -179,7 +186,7 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
             f"tournament {config.name!r} in {store.url_for_people} was scheduled with other settings "
             f"({'; '.join(changes)}); change them back, or give it a new name or use another database"
         )
-    store.update_bot_specs(tid, _bot_tuples(config))
+    store.update_bot_specs(tid, _bot_specs(config, archives))  # a changed archive, like a changed command
     return tid
 
 
@@ -202,8 +209,10 @@ class TournamentRunner:
     """Plays a tournament's pending games; see the module docstring."""
 
     def __init__(self, store: Store, tid: int, config: TournamentConfig, executor: GameExecutor,
-                 concurrency: int | None = None, on_game: Callable[[GameDone], None] | None = None) -> None:
+                 concurrency: int | None = None, on_game: Callable[[GameDone], None] | None = None,
+                 archives: ArchiveCache | None = None) -> None:
         self.store = store
+        self.archives = archives or ArchiveCache()  # where bots with an archive run from on this machine
         self.tid = tid
         self.config = config
         self.executor = executor
@@ -268,7 +277,7 @@ class TournamentRunner:
         if requeued:
             log.info("%d game(s) left running by an earlier process will be replayed", requeued)
         await self._db(apply_ratings, self.store, self.tid)
-        bots = await self._db(seat_bots, self.store, self.tid)
+        bots = await self._db(seat_bots, self.store, self.tid, False, self.archives)
         running: dict[asyncio.Task[None], GameTask] = {}
         stop_wait = asyncio.ensure_future(self.stopping.wait())
         try:

@@ -31,6 +31,7 @@ from referee.sandbox import SandboxSettings, make_launcher
 
 from ..errors import UsageError
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line
+from .archives import ArchiveCache
 from .executor import InProcessExecutor
 from .queue import (
     PLAY_TASK,
@@ -135,6 +136,7 @@ class QueueWorker:
         self._temp: tempfile.TemporaryDirectory[str] | None = None
         self._executors: dict[tuple[int, SandboxSettings], InProcessExecutor] = {}
         self._deferrer = make_app()  # defers on a store transaction's own connection
+        self.archives = ArchiveCache()  # bot archives unpacked on this machine, each checked once
         self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_url(settings.database)))
         self._register_tasks()
 
@@ -173,9 +175,11 @@ class QueueWorker:
         task = await asyncio.to_thread(store.claim_game, job.game_id, job_id, self.name)
         if task is None:
             return f"game {job.number} of tournament {job.tournament_id}: nothing to play (settled or another job's)"
-        seats_by_position = await asyncio.to_thread(seat_bots, store, job.tournament_id)
-        seats = [seats_by_position[p] for p in task.seat_bots]
         try:
+            # a bot's files come from this machine's archive cache (unpacked on first use): a
+            # refused or missing archive is the referee's failure, retried and then recorded
+            by_position = await asyncio.to_thread(seat_bots, store, job.tournament_id, False, self.archives)
+            seats = [by_position[p] for p in task.seat_bots]
             async with asyncio.timeout(game_time_bound_s(job.setup)):
                 report = await self._executor(job).play(job.setup, seats)
         except asyncio.CancelledError:

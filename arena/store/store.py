@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -38,7 +38,7 @@ from ..errors import ArenaError, one_line, quoted, shown
 from ..rating.ratings import Rating as TrueSkillRating
 from ..rating.ratings import default_rating
 from ..rating.results import GameOutcome
-from .models import Bot, Game, GameStatus, Rating, RatingHistory, Tournament, utcnow
+from .models import Bot, BotArchive, Game, GameStatus, Rating, RatingHistory, Tournament, utcnow
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 RATING_BATCH = 64  # games read at a time when rating
@@ -66,6 +66,9 @@ class TournamentExistsError(StorageError):
 
 @dataclass(frozen=True, slots=True)
 class BotRow:
+    """A bot of a tournament as stored. With an ``archive`` (its sha256), ``cwd`` is a folder inside
+    the unpacked archive (None: its root), so the row is the same for every machine that plays it."""
+
     id: int
     position: int
     name: str
@@ -73,6 +76,21 @@ class BotRow:
     cwd: str | None
     env: dict[str, str]
     active: bool
+    archive: str | None = None
+
+
+class BotSpec(NamedTuple):
+    """How a bot is started, as a tournament file or `arena bots add` gives it."""
+
+    name: str
+    spec: str
+    cwd: str | None
+    env: dict[str, str]
+    archive: str | None = None  # sha256 of its BotArchive
+
+
+def _bot_row(b: Bot) -> BotRow:
+    return BotRow(b.id, b.position, b.name, b.spec, b.cwd, dict(b.env or {}), b.active, b.archive)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,9 +336,9 @@ class Store:
             return list(s.scalars(select(Tournament).order_by(Tournament.id)))
 
     def create_tournament(self, name: str, fingerprint: str, settings: dict[str, Any],
-                          bots: Sequence[tuple[str, str, str | None, dict[str, str]]],
+                          bots: Sequence[BotSpec | tuple[str, str, str | None, dict[str, str]]],
                           games: Iterable[Any] = (), then: Scheduled | None = None) -> int:
-        """A new tournament with its bots (name, spec, cwd, env) at positions 0.. in order, and
+        """A new tournament with its bots (BotSpec: name, spec, cwd, env, archive) at positions 0.. in order, and
         ``games`` as its round 1, in one transaction (so nobody sees it without its games);
         ``then`` runs in that transaction too (the queue defers the games' jobs there).
         TournamentExistsError when another process created one of that name first."""
@@ -330,9 +348,10 @@ class Store:
                 t = Tournament(name=name, fingerprint=fingerprint, settings=settings, rated_through=0, rounds=0)
                 s.add(t)
                 s.flush()
-                for position, (bot_name, spec, cwd, bot_env) in enumerate(bots):
-                    bot = Bot(tournament_id=t.id, position=position, name=bot_name, spec=spec, cwd=cwd,
-                              env=dict(bot_env), active=True)
+                for position, entry in enumerate(bots):
+                    b = BotSpec(*entry)
+                    bot = Bot(tournament_id=t.id, position=position, name=b.name, spec=b.spec, cwd=b.cwd,
+                              env=dict(b.env), active=True, archive=b.archive)
                     s.add(bot)
                     s.flush()
                     s.add(Rating(bot_id=bot.id, mu=start.mu, sigma=start.sigma, games=0))
@@ -352,33 +371,38 @@ class Store:
             q = select(Bot).where(Bot.tournament_id == tid).order_by(Bot.position)
             if active_only:
                 q = q.where(Bot.active.is_(True))
-            return [BotRow(b.id, b.position, b.name, b.spec, b.cwd, dict(b.env or {}), b.active) for b in s.scalars(q)]
+            return [_bot_row(b) for b in s.scalars(q)]
 
-    def update_bot_specs(self, tid: int, bots: Iterable[tuple[str, str, str | None, dict[str, str]]]) -> None:
-        """Refresh how bots are started (a bot's command may move between runs)."""
+    def update_bot_specs(self, tid: int, bots: Iterable[BotSpec | tuple[str, str, str | None, dict[str, str]]]) -> None:
+        """Refresh how bots are started (a bot's command, folder or archive may change between runs)."""
         with self.session() as s, s.begin():
             rows = {b.name: b for b in s.scalars(select(Bot).where(Bot.tournament_id == tid))}
-            for name, spec, cwd, env in bots:
-                if name in rows:
-                    rows[name].spec, rows[name].cwd, rows[name].env = spec, cwd, dict(env)
+            for entry in bots:
+                b = BotSpec(*entry)
+                if (row := rows.get(b.name)) is not None:
+                    row.spec, row.cwd, row.env, row.archive = b.spec, b.cwd, dict(b.env), b.archive
 
-    def add_bot(self, tid: int, name: str, spec: str, cwd: str | None = None, env: dict[str, str] | None = None) -> BotRow:
-        """Add a bot (or re-activate a removed one of that name, with the new spec)."""
+    def add_bot(self, tid: int, name: str, spec: str, cwd: str | None = None, env: dict[str, str] | None = None,
+                archive: str | None = None) -> BotRow:
+        """Add a bot (or re-activate a removed one of that name, with the new spec); ``archive``: the
+        sha256 of its files' archive, stored first (put_archive)."""
         with self.session() as s, s.begin():
             existing = s.scalar(select(Bot).where(Bot.tournament_id == tid, Bot.name == name))
             if existing is not None:
                 if existing.active:
                     raise StorageError(f"a bot named {name!r} is already in the pool")
                 existing.active, existing.spec, existing.cwd, existing.env = True, spec, cwd, dict(env or {})
+                existing.archive = archive
                 bot = existing
             else:
                 position = (s.scalar(select(func.max(Bot.position)).where(Bot.tournament_id == tid)) or -1) + 1
-                bot = Bot(tournament_id=tid, position=position, name=name, spec=spec, cwd=cwd, env=dict(env or {}), active=True)
+                bot = Bot(tournament_id=tid, position=position, name=name, spec=spec, cwd=cwd, env=dict(env or {}),
+                          active=True, archive=archive)
                 s.add(bot)
                 s.flush()
                 start = default_rating()
                 s.add(Rating(bot_id=bot.id, mu=start.mu, sigma=start.sigma, games=0))
-            return BotRow(bot.id, bot.position, bot.name, bot.spec, bot.cwd, dict(bot.env or {}), bot.active)
+            return _bot_row(bot)
 
     def remove_bot(self, tid: int, name: str) -> None:
         """Take a bot out of the pool; its games and ratings stay."""
@@ -387,6 +411,29 @@ class Store:
             if bot is None:
                 raise StorageError(f"no bot named {name!r} in the pool")
             bot.active = False
+
+    # --- bot archives -------------------------------------------------------------------------
+
+    def put_archive(self, sha256: str, content: bytes) -> bool:
+        """Store an archive's bytes under their sha256, once however many bots or tournaments use
+        it; True when it was not stored yet. The caller has checked it (arena/bot_archive.py)."""
+        if not self.has_archive(sha256):
+            try:
+                with self.session() as s, s.begin():
+                    s.add(BotArchive(sha256=sha256, size=len(content), content=content))
+                return True
+            except IntegrityError:  # another process stored the same bytes a moment ago
+                pass
+        return False
+
+    def has_archive(self, sha256: str) -> bool:
+        with self.session() as s:
+            return s.scalar(select(BotArchive.sha256).where(BotArchive.sha256 == sha256)) is not None
+
+    def archive_content(self, sha256: str) -> bytes | None:
+        """An archive's bytes as stored, or None when there is no archive of that hash."""
+        with self.session() as s:
+            return s.scalar(select(BotArchive.content).where(BotArchive.sha256 == sha256))
 
     # --- games --------------------------------------------------------------------------------
 

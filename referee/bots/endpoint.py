@@ -18,13 +18,16 @@ _HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(\d{1,5})$")
 
 @dataclass(frozen=True, slots=True)
 class BotEndpoint:
-    """Where a bot is: ``address`` (a gRPC target) or ``command`` (argv to start)."""
+    """Where a bot is: ``address`` (a gRPC target) or ``command`` (argv to start). ``archive``: the
+    sha256 of the archive its files were unpacked from, when they were (the arena's bot archives);
+    the referee only records it, so a game record says which code played."""
 
     spec: str
     address: str | None = None
     command: tuple[str, ...] = ()
     cwd: str | None = None
     env: tuple[tuple[str, str], ...] = field(default=())
+    archive: str | None = None
 
     @property
     def is_process(self) -> bool:
@@ -86,7 +89,7 @@ class BotEndpoint:
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (for a job queue to carry it); ``from_dict`` reads it back."""
         return {"spec": self.spec, "address": self.address, "command": list(self.command), "cwd": self.cwd,
-                "env": dict(self.env)}
+                "env": dict(self.env), "archive": self.archive}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "BotEndpoint":
@@ -100,9 +103,12 @@ class BotEndpoint:
             if not all(isinstance(a, str) for a in command) or not all(
                     isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
                 raise EndpointError("a bot endpoint's command and env hold strings")
+            archive = data.get("archive")  # absent in endpoints written before archives
+            if archive is not None and not isinstance(archive, str):
+                raise EndpointError("a bot endpoint's archive is a sha256 string or null")
             return cls(spec=str(data["spec"]), address=None if address is None else str(address),
                        command=tuple(command), cwd=None if data["cwd"] is None else str(data["cwd"]),
-                       env=tuple(sorted(env.items())))
+                       env=tuple(sorted(env.items())), archive=archive)
         except (KeyError, TypeError, AttributeError) as exc:
             raise EndpointError(f"malformed bot endpoint: {exc!r}") from None
 

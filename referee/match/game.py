@@ -173,8 +173,8 @@ async def play_game(
     log.info("game %s: %s %s", game_id, result.reason, list(result.ranks))
     record = referee_record(
         game_id=game_id, match_id=match_id, game_number=number,
-        seats=[SeatRecord(s, seat_bots[s], seats[s].name, seats[s].hello_name, seats[s].version, seats[s].endpoint.spec)
-               for s in range(n)],
+        seats=[SeatRecord(s, seat_bots[s], seats[s].name, seats[s].hello_name, seats[s].version, seats[s].endpoint.spec,
+                          seats[s].endpoint.archive) for s in range(n)],
         time_control=control, policy=spec.policy.value, max_strikes=spec.max_strikes, state=state,
         timings_us=timings, cpu_us=cpu_timings, failures=failures, result=result,
     )

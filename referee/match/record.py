@@ -23,7 +23,8 @@ RECORD_VERSION = 1
 @dataclass(frozen=True, slots=True)
 class SeatRecord:
     """Who sat at a seat: the caller's bot number, the name shown for it (the tournament's, else
-    its own), the name and version it gave in its Hello (cleaned), and how it was reached."""
+    its own), the name and version it gave in its Hello (cleaned), how it was reached (its command
+    line or address) and, for a bot run from an archive, that archive's sha256."""
 
     seat: int
     bot: int
@@ -31,10 +32,19 @@ class SeatRecord:
     hello_name: str
     version: str
     endpoint: str
+    archive: str | None = None
 
 
 def _as_dict(message: Any) -> dict[str, Any]:
     return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+
+
+def _seat_entry(s: SeatRecord) -> dict[str, Any]:
+    entry: dict[str, Any] = {"seat": s.seat, "bot": s.bot, "name": s.name, "hello_name": s.hello_name,
+                             "version": s.version, "endpoint": s.endpoint}
+    if s.archive is not None:  # only then: records of other bots stay as they were
+        entry["archive"] = s.archive
+    return entry
 
 
 def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequence[SeatRecord],
@@ -52,8 +62,7 @@ def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequ
         "game_id": game_id,
         "match_id": match_id,
         "game_number": game_number,
-        "seats": [{"seat": s.seat, "bot": s.bot, "name": s.name, "hello_name": s.hello_name, "version": s.version,
-                   "endpoint": s.endpoint} for s in seats],
+        "seats": [_seat_entry(s) for s in seats],
         "time_control": _as_dict(time_control.to_pb()),
         "failure_policy": policy,
         "max_strikes": max_strikes,

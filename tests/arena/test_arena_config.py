@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import io
 import json
 import os
 import re
 import shlex
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
 
@@ -405,9 +408,18 @@ def test_docs_example_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     # The example's commands start with `python`: make sure that name is this interpreter.
     (tmp_path / "python").symlink_to(sys.executable)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
-    config = parse_config(docs_example(), ROOT / "spring-cup.toml")  # a file at the root: cwd "." exists
+    # its archive is made here (the example's path is relative to a file at the root, kept clean)
+    archive = tmp_path / "packed.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        main = tarfile.TarInfo("main.py")
+        tar.addfile(main, io.BytesIO(b""))
+    example = docs_example()
+    assert 'archive = "uploads/packed.tar.gz"' in example
+    example = example.replace('archive = "uploads/packed.tar.gz"', f"archive = {json.dumps(str(archive))}")
+    config = parse_config(example, ROOT / "spring-cup.toml")  # a file at the root: cwd "." exists
     assert config.name == "spring-cup"
-    assert [bot.name for bot in config.bots] == ["greedy", "random", "remote"]
+    assert [bot.name for bot in config.bots] == ["greedy", "random", "packed", "remote"]
+    assert config.bots[2].archive_sha256 == hashlib.sha256(archive.read_bytes()).hexdigest()
     assert config.ladder is not None and config.ladder.interval_s == 600.0
     assert config.database == f"sqlite:///{ROOT / 'spring-cup.db'}"
 

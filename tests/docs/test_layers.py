@@ -122,7 +122,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.bots", "referee.sandbox"),
     ("referee.match",),
     ("referee.service", "referee.cli"),
-    ("arena.errors", "arena.config"),
+    ("arena.errors", "arena.config", "arena.bot_archive"),
     ("arena.rating", "arena.schedule"),
     ("arena.store",),
     ("arena.play",),

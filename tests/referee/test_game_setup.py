@@ -3,6 +3,7 @@ JSON that reads back to the same objects (what a job queue will carry to a worke
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -66,9 +67,15 @@ def test_a_bad_game_setup_is_refused(change, error) -> None:  # type: ignore[no-
     BotEndpoint.parse("unix:/run/bots/a.sock"),
     BotEndpoint.parse("127.0.0.1:50051"),
     BotEndpoint.parse("python3 -c 'print(1)'", cwd="/tmp", env={"CASINO_BOT_SEED": "4", "A": "b c"}),
-], ids=["unix", "host-port", "command"])
+    dataclasses.replace(BotEndpoint.parse("python3 main.py", cwd="/tmp"), archive="ab" * 32),
+], ids=["unix", "host-port", "command", "archive"])
 def test_bot_endpoint_round_trips_through_json(endpoint: BotEndpoint) -> None:
     assert BotEndpoint.from_dict(json.loads(json.dumps(endpoint.to_dict()))) == endpoint
+
+
+def test_an_endpoint_written_before_archives_reads_as_one_without() -> None:
+    old = {"spec": "python3 x.py", "address": None, "command": ["python3", "x.py"], "cwd": None, "env": {}}
+    assert BotEndpoint.from_dict(old).archive is None
 
 
 @pytest.mark.parametrize("data", [
@@ -76,7 +83,8 @@ def test_bot_endpoint_round_trips_through_json(endpoint: BotEndpoint) -> None:
     {"spec": "x", "address": None, "command": [], "cwd": None, "env": {}},
     {"spec": "x", "address": None, "command": [1], "cwd": None, "env": {}},
     {"spec": "x", "address": None, "command": ["python"], "cwd": None},
-], ids=["both", "neither", "not-strings", "missing-env"])
+    {"spec": "x", "address": None, "command": ["python"], "cwd": None, "env": {}, "archive": 5},
+], ids=["both", "neither", "not-strings", "missing-env", "archive-not-a-string"])
 def test_a_bad_endpoint_is_refused(data: dict) -> None:  # type: ignore[type-arg]
     with pytest.raises(EndpointError):
         BotEndpoint.from_dict(data)

@@ -1,0 +1,265 @@
+"""Bot archives (docs/tournaments.md, "Bot archives"): what a bot's ``.tar.gz`` may hold. An
+archive is a stranger's upload, so it is checked when it is read from a file (before it is stored)
+and again before it is unpacked (arena/play/archives.py), with the limits below.
+
+Refused: anything but a gzip'd tar; members with an absolute path or ``..``; members inside a
+symbolic link; symbolic or hard links that point outside the archive; device files, FIFOs and
+other special entries; a member twice; more than MAX_MEMBERS members or MAX_UNPACKED_BYTES of
+files; an archive file over MAX_ARCHIVE_BYTES. ``tarfile``'s ``data`` filter, which the unpacker
+also applies, would strip a leading ``/`` rather than refuse it, accepts ``a/../b`` and has no
+size or count limits: hence the checks here, each with its own message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import posixpath
+import shlex
+import stat
+import tarfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from referee.bots.endpoint import BotEndpoint
+from referee.errors import EndpointError
+
+from .errors import ArenaError, one_line, quoted
+
+MIB = 1 << 20
+MAX_ARCHIVE_BYTES = 64 * MIB  # the .tar.gz file itself
+MAX_UNPACKED_BYTES = 64 * MIB  # the sizes of its files, added up
+MAX_MEMBERS = 10_000  # files, folders and links
+# The tar stream inside the gzip: the files plus the headers around them (a few blocks per member
+# at most, long names included). Decompressing stops here, so a gzip bomb costs no more memory.
+MAX_TAR_BYTES = MAX_UNPACKED_BYTES + MAX_MEMBERS * 4096 + MIB
+MAX_LINK_HOPS = 40  # symbolic links followed inside an archive to find a command's program
+SHA256_HEX = frozenset("0123456789abcdef")
+
+
+class ArchiveError(ArenaError):
+    """An archive refused (one line saying why; the CLI exits 2), or one that cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveEntry:
+    """One member of a checked archive: its normalised path, kind, mode and size, and a link's target."""
+
+    name: str
+    kind: str  # "file", "dir", "symlink" or "hardlink"
+    mode: int
+    size: int
+    target: str | None = None  # a symlink's target as written; a hard link's member path
+
+
+@dataclass(frozen=True)
+class CheckedArchive:
+    """An archive that passed every check: its hash, its size and its members by path."""
+
+    sha256: str
+    size: int
+    unpacked_bytes: int
+    entries: dict[str, ArchiveEntry]
+
+    def is_folder(self, path: str) -> bool:
+        """Whether ``path`` (normalised, relative) is a folder of the archive, listed or implied by a member."""
+        if path in ("", "."):
+            return True
+        entry = self.entries.get(path)
+        if entry is not None:
+            return entry.kind == "dir"
+        return any(name.startswith(path + "/") for name in self.entries)
+
+    def resolve(self, path: str) -> ArchiveEntry | None:
+        """The entry at ``path``, following symbolic links inside the archive; None if there is none."""
+        for _ in range(MAX_LINK_HOPS):
+            entry = self.entries.get(path)
+            if entry is None or entry.kind != "symlink":
+                if entry is not None and entry.kind == "hardlink" and entry.target is not None:
+                    return self.entries.get(entry.target)
+                return entry
+            path = posixpath.normpath(posixpath.join(posixpath.dirname(path), entry.target or ""))
+        return None
+
+
+def is_sha256(text: str) -> bool:
+    """Whether ``text`` is a sha256 in lower-case hex (as archives are named in the database and the cache)."""
+    return len(text) == 64 and set(text) <= SHA256_HEX
+
+
+def read_archive_file(path: str | Path) -> bytes:
+    """The bytes of the archive file at ``path``; ArchiveError when it cannot be read or is too large
+    (the size is looked at before anything is read)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, or a FIFO that would block the read
+            raise ArchiveError("is not a file")
+        with open(path, "rb") as file:
+            info = os.fstat(file.fileno())
+            if info.st_size > MAX_ARCHIVE_BYTES:
+                raise ArchiveError(_too_large(info.st_size))
+            content = file.read(MAX_ARCHIVE_BYTES + 1)
+    except OSError as exc:
+        raise ArchiveError(f"cannot be read: {exc.strerror or exc}") from None
+    if len(content) > MAX_ARCHIVE_BYTES:  # it grew while being read
+        raise ArchiveError(_too_large(len(content)))
+    return content
+
+
+def check_archive(content: bytes) -> CheckedArchive:
+    """Every check of the module docstring on an archive's bytes; ArchiveError (one line) on the first problem."""
+    return open_archive(content)[0]
+
+
+def open_archive(content: bytes) -> tuple[CheckedArchive, bytes]:
+    """``check_archive``, and the tar stream inside the gzip (for the unpacker: no second decompression)."""
+    if len(content) > MAX_ARCHIVE_BYTES:
+        raise ArchiveError(_too_large(len(content)))
+    tar_bytes = _gunzip(content)
+    entries: dict[str, ArchiveEntry] = {}
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+            for count, member in enumerate(tar, start=1):
+                if count > MAX_MEMBERS:
+                    raise ArchiveError(f"has more than {MAX_MEMBERS} members: a bot archive may have at most "
+                                       f"{MAX_MEMBERS} files, folders and links")
+                entry = _entry(member, entries)
+                if entry is None:
+                    continue
+                total += entry.size
+                if total > MAX_UNPACKED_BYTES:
+                    raise ArchiveError(f"unpacks to more than {MAX_UNPACKED_BYTES // MIB} MiB: a bot archive's files "
+                                       f"may add up to at most {MAX_UNPACKED_BYTES // MIB} MiB")
+                entries[entry.name] = entry
+    except tarfile.TarError as exc:
+        raise ArchiveError(f"is not a gzip'd tar archive (.tar.gz): the gzip data holds no valid tar archive "
+                           f"({one_line(str(exc))})") from None
+    for entry in entries.values():
+        parent = posixpath.dirname(entry.name)
+        while parent:
+            above = entries.get(parent)
+            if above is not None and above.kind == "symlink":
+                raise ArchiveError(f"member {quoted(entry.name)} is inside the symbolic link {quoted(parent)}: "
+                                   "a member may not be written through a link")
+            parent = posixpath.dirname(parent)
+    checked = CheckedArchive(sha256=hashlib.sha256(content).hexdigest(), size=len(content), unpacked_bytes=total,
+                             entries=entries)
+    return checked, tar_bytes
+
+
+def command_problem(archive: CheckedArchive, spec: str, cwd: str | None) -> str | None:
+    """Why ``spec`` cannot start from ``archive`` with its working directory at ``cwd`` (a folder of
+    the archive, None for its root), or None. A program named by a relative path must be an
+    executable file of the archive; any other program is looked up on this machine as usual."""
+    if BotEndpoint.is_address(spec):
+        return f"{quoted(spec)} is an address: an archive only applies to a command"
+    text = spec.strip().removeprefix("cmd:").strip()
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        return f"bad bot command {quoted(spec)}: {exc}"
+    if not argv:
+        return f"bad bot command {quoted(spec)}"
+    program = argv[0]
+    if os.sep not in program or os.path.isabs(program):
+        try:
+            BotEndpoint.parse(spec)
+        except EndpointError as exc:
+            return one_line(str(exc))
+        return None
+    path = posixpath.normpath(posixpath.join(cwd or "", program))
+    if path == ".." or path.startswith("../"):
+        return f"{quoted(program)} is outside the archive"
+    entry = archive.resolve(path)
+    where = f" (looked for {quoted(path)})" if cwd else ""
+    if entry is None:
+        return f"{quoted(program)} is not in the archive{where}"
+    if entry.kind != "file":
+        return f"{quoted(program)} is a {'folder' if entry.kind == 'dir' else entry.kind} in the archive, not a program"
+    if not entry.mode & 0o100:
+        return (f"{quoted(program)} is not executable in the archive (chmod +x it before packing, or start it "
+                "through its interpreter, e.g. python3 bot.py)")
+    return None
+
+
+def archive_folder(text: str) -> str | None:
+    """A ``cwd`` given with an archive, normalised: a folder inside it (None: its root); ArchiveError
+    for an absolute path or one with ``..``."""
+    if text.startswith("/") or ".." in text.split("/"):
+        raise ArchiveError(f"{quoted(text)} must be a folder inside the archive: a relative path without ..")
+    path = posixpath.normpath(text)
+    return None if path == "." else path
+
+
+def _entry(member: tarfile.TarInfo, seen: dict[str, ArchiveEntry]) -> ArchiveEntry | None:
+    """The checked entry of one member (None for the archive's root folder itself)."""
+    raw = member.name
+    name = quoted(raw)
+    if raw.startswith("/"):
+        raise ArchiveError(f"member {name} has an absolute path: every member must be relative to the archive's root")
+    if ".." in raw.split("/"):
+        raise ArchiveError(f"member {name} has .. in its path: every member must stay inside the archive")
+    path = posixpath.normpath(raw)
+    if path == ".":
+        if not member.isdir():
+            raise ArchiveError(f"member {name} is not a folder")
+        return None
+    if path in seen:
+        raise ArchiveError(f"member {quoted(path)} appears twice: each path may appear once")
+    if member.ischr() or member.isblk():
+        raise ArchiveError(f"member {name} is a device file: only files, folders and links are allowed")
+    if member.isfifo():
+        raise ArchiveError(f"member {name} is a FIFO: only files, folders and links are allowed")
+    if member.issparse():
+        raise ArchiveError(f"member {name} is a sparse file: pack it as a plain file")
+    if member.issym():
+        target = member.linkname
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
+            raise ArchiveError(f"member {name} is a symbolic link to {quoted(target)}, outside the archive")
+        return ArchiveEntry(path, "symlink", member.mode, 0, target)
+    if member.islnk():
+        target = member.linkname
+        if target.startswith("/") or ".." in target.split("/"):
+            raise ArchiveError(f"member {name} is a hard link to {quoted(target)}, outside the archive")
+        linked = seen.get(posixpath.normpath(target))
+        if linked is None or linked.kind != "file":
+            raise ArchiveError(f"member {name} is a hard link to {quoted(target)}, which is not a file before it "
+                               "in the archive")
+        return ArchiveEntry(path, "hardlink", linked.mode, 0, linked.name)
+    if member.isdir():
+        return ArchiveEntry(path, "dir", member.mode, 0)
+    if member.isreg():
+        return ArchiveEntry(path, "file", member.mode, member.size)
+    raise ArchiveError(f"member {name} is a special entry (tar type {member.type!r}): only files, folders and "
+                       "links are allowed")
+
+
+def _gunzip(content: bytes) -> bytes:
+    """The tar stream inside a gzip (every gzip member, as gzip itself reads them), at most MAX_TAR_BYTES."""
+    if content[:2] != b"\x1f\x8b":
+        raise ArchiveError("is not a gzip'd tar archive (.tar.gz): it does not start as gzip data does")
+    out = bytearray()
+    data = content
+    try:
+        while data:
+            inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+            out += inflate.decompress(data, MAX_TAR_BYTES + 1 - len(out))
+            if len(out) > MAX_TAR_BYTES or inflate.unconsumed_tail:
+                raise ArchiveError(f"unpacks to more than {MAX_UNPACKED_BYTES // MIB} MiB: a bot archive's files "
+                                   f"may add up to at most {MAX_UNPACKED_BYTES // MIB} MiB")
+            if not inflate.eof:
+                raise ArchiveError("is not a gzip'd tar archive (.tar.gz): the gzip data is cut short")
+            data = inflate.unused_data.lstrip(b"\0")  # gzip(1) reads concatenated members, and skips padding
+            if data and data[:2] != b"\x1f\x8b":
+                raise ArchiveError("is not a gzip'd tar archive (.tar.gz): other data follows the gzip data")
+    except zlib.error as exc:
+        raise ArchiveError(f"is not a gzip'd tar archive (.tar.gz): the gzip data is damaged ({exc})") from None
+    return bytes(out)
+
+
+def _too_large(size: int) -> str:
+    return (f"is {size} bytes: a bot archive may be at most {MAX_ARCHIVE_BYTES} bytes "
+            f"({MAX_ARCHIVE_BYTES // MIB} MiB)")
