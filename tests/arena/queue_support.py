@@ -85,7 +85,8 @@ def libpq(url: str) -> str:
 def query(url: str, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
     """Rows of one query on its own connection (opened and closed here, so a cut connection is no matter)."""
     with psycopg.connect(libpq(url), autocommit=True, connect_timeout=10) as conn:
-        return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+        cursor = conn.execute(sql, args)  # type: ignore[arg-type]
+        return cursor.fetchall() if cursor.description is not None else []
 
 
 def game_rows(url: str) -> dict[int, tuple[str, int, str | None]]:
@@ -107,11 +108,11 @@ def worker_name(proc: subprocess.Popen[bytes]) -> str:
 
 def wait_for(check: Callable[[], T | None], what: str, timeout_s: float = FOLLOW_TIMEOUT_S,
              poll_s: float = 0.05) -> T:
-    """Poll ``check`` until it returns something other than None or False (bounded); that value."""
+    """Poll ``check`` until it returns something true (bounded); that value."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = check()
-        if value is not None and value is not False:
+        if value:
             return value
         assert time.monotonic() < deadline, f"not within {timeout_s:.0f} s: {what}"
         time.sleep(poll_s)
