@@ -39,7 +39,6 @@ from .queue import (
     STALLED_TASK,
     GameJob,
     compatibility,
-    defer_games,
     defer_rating,
     libpq_url,
     make_app,
@@ -60,6 +59,19 @@ RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs ag
 
 class GameInfrastructureError(Exception):
     """The referee could not play a game (not a bot's fault): the job raises it to be retried."""
+
+
+class GameRetry(procrastinate.RetryStrategy):
+    """The play task's retries: a job aborted by its worker's shutdown always runs again (that is
+    no failure of the game's, and the job itself, not a new one, must go back: a second job of the
+    game would hold its queueing lock and the aborted one could not be put back); an error, up to
+    ``max_attempts`` runs."""
+
+    def get_retry_decision(self, *, exception: BaseException,
+                           job: procrastinate.jobs.Job) -> procrastinate.RetryDecision | None:
+        if isinstance(exception, asyncio.CancelledError):
+            return procrastinate.RetryDecision(retry_in={"seconds": 0})
+        return super().get_retry_decision(exception=exception, job=job)
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,7 @@ class QueueWorker:
         app = self.app
 
         @app.task(name=PLAY_TASK, pass_context=True,
-                  retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=RETRY_WAIT_S))
+                  retry=GameRetry(max_attempts=MAX_ATTEMPTS, wait=RETRY_WAIT_S))
         async def play_game(context: procrastinate.JobContext, **args: Any) -> str:
             assert context.job.id is not None
             return await self.play(context.job.id, args)
@@ -179,9 +191,10 @@ class QueueWorker:
             async with asyncio.timeout(game_time_bound_s(job.setup)):
                 report = await self._executor(job).play(job.setup, seats)
         except asyncio.CancelledError:
-            # the worker is stopping and the grace is over: the game goes back to be played again
-            store.fail(task, "interrupted by a worker's shutdown; to be replayed", True,
-                       then=lambda conn: defer_games(self._deferrer, conn, [job]))
+            # the worker is stopping and the grace is over: the game goes back to pending, and
+            # procrastinate puts this job back in the queue (GameRetry) to play it again
+            await asyncio.shield(asyncio.to_thread(store.fail, task, "interrupted by a worker's shutdown; to be "
+                                                   "replayed", True))
             raise
         except Exception as exc:  # the referee's own failure, or a game past its time bound
             error = ("the game took longer than its time control allows (hung)" if isinstance(exc, TimeoutError)
