@@ -163,7 +163,7 @@ def assert_one_job_per_pending_game(url: str) -> None:
     assert {status for status, _, _ in jobs} <= {"todo"}, jobs
 
 
-@pytest.mark.parametrize("trial", range(2))
+@pytest.mark.parametrize("trial", [0, *(pytest.param(t, marks=pytest.mark.slow) for t in range(1, 5))])
 def test_a_coordinator_killed_while_it_queues_is_resumed_without_duplicates(
         trial: int, reference: Outcome, pg_url: str, tmp_path: Path) -> None:  # noqa: F811
     rng = random.Random(8000 + trial)
@@ -259,6 +259,34 @@ def test_connections_cut_under_running_workers_lose_and_duplicate_nothing(
     assert wait_no_marked_processes(marker) == []
     assert play_jobs(pg_url) == [], "jobs left in the queue"
     assert_same_as(reference, pg_url)
+
+
+def test_a_worker_whose_database_is_gone_for_good_exits_non_zero_with_one_line(pg_url: str, tmp_path: Path) -> None:
+    marker = new_marker()
+    path = tournament_file(tmp_path, marker, concurrency=1, database=pg_url)
+    queued = run_queued(path, "--detach")
+    assert queued.returncode == 0, queued.stderr
+    worker = subprocess.Popen(arena_argv("worker", "--db", pg_url, *WORKER_TIMING), cwd=ROOT, env=arena_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    name = pg_url.rsplit("/", 1)[1]
+    try:
+        wait_for(lambda: any(s == "running" for s, _, _ in game_rows(pg_url).values()), "a game starting")
+        query(PG_ADMIN_URL, f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        terminate_backends(pg_url)
+        _, err = worker.communicate(timeout=180)
+    finally:
+        if worker.poll() is None:
+            kill_group(worker)
+        query(PG_ADMIN_URL, f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    assert worker.returncode == 1, err
+    assert err.count("\n") == 1 and "lost" in err and name in err, err
+    assert wait_no_marked_processes(marker) == []
+    # nothing lost: the game it held is this job's still (or back to pending), and a new worker plays everything
+    with workers(pg_url, tmp_path / "logs", 1):
+        followed = run_queued(path)
+        assert followed.returncode == 0, f"{followed.stdout}\n{followed.stderr}\n{log_text(tmp_path / 'logs')}"
+    assert {s for s, _, _ in game_rows(pg_url).values()} == {"done"}
+    assert play_jobs(pg_url) == []
 
 
 def settled_or_none(url: str) -> dict[int, tuple[str, int, str | None]] | None:
