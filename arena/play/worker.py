@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -22,9 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import procrastinate
+import procrastinate.worker
+import psycopg
+from procrastinate import exceptions as queue_errors
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from referee.match.spec import GameSetup
 from referee.sandbox import SandboxSettings, make_launcher
@@ -40,7 +44,6 @@ from .queue import (
     STALLED_TASK,
     GameJob,
     compatibility,
-    defer_games,
     defer_rating,
     libpq_url,
     make_app,
@@ -57,10 +60,41 @@ STALLED_AFTER_S = 30.0  # a worker silent this long is dead: its jobs are retrie
 GRACE_S = 20.0  # on SIGTERM, how long running games may take to finish (less than STALLED_AFTER_S)
 STALLED_CHECK_CRON = "* * * * * */5"  # the stalled-jobs check: every 5 seconds, on one worker
 RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs again
+POOL_TIMEOUT_S = 5.0  # the longest a queue call waits for a database connection
 
 
 class GameInfrastructureError(Exception):
     """The referee could not play a game (not a bot's fault): the job raises it to be retried."""
+
+
+class DatabaseLostError(StorageError):
+    """The worker lost its database (procrastinate stopped on its own): exit 1, so a supervisor
+    restarts it, rather than 0 as after a stop that was asked for, or 2 as for a bad setting."""
+
+    exit_status = 1
+
+
+# A store call that failed for these ran into the database, not into the game: the job runs again
+# (the game is either stored or still this job's, the attempt guard decides) however often it happens.
+DATABASE_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError,
+                   queue_errors.ConnectorException)
+
+
+class GameRetry(procrastinate.RetryStrategy):
+    """The play task's retries. A job aborted by its worker's shutdown runs again at once (the job
+    itself, not a new one: a second job of the game would hold its queueing lock, and the aborted
+    one could not be put back); the referee's failure (GameInfrastructureError) and a lost database
+    connection after a wait, without a limit of their own (the game's attempt count ends the first,
+    and a game cannot be marked failed without its database); any other error up to
+    ``max_attempts`` runs."""
+
+    def get_retry_decision(self, *, exception: BaseException,
+                           job: procrastinate.jobs.Job) -> procrastinate.RetryDecision | None:
+        if isinstance(exception, asyncio.CancelledError):
+            return procrastinate.RetryDecision(retry_in={"seconds": 0})
+        if isinstance(exception, (GameInfrastructureError, *DATABASE_ERRORS)):
+            return procrastinate.RetryDecision(retry_in={"seconds": self.wait})
+        return super().get_retry_decision(exception=exception, job=job)
 
 
 @dataclass(frozen=True)
@@ -137,7 +171,10 @@ class QueueWorker:
         self._executors: dict[tuple[int, SandboxSettings], InProcessExecutor] = {}
         self._deferrer = make_app()  # defers on a store transaction's own connection
         self.archives = ArchiveCache()  # bot archives unpacked on this machine, each checked once
-        self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_url(settings.database)))
+        # the pool's wait for a connection bounds each queue call while the database is gone (and
+        # so how long a worker that lost it takes to stop): seconds, not psycopg_pool's 30
+        self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(
+            conninfo=libpq_url(settings.database), timeout=POOL_TIMEOUT_S))
         self._register_tasks()
 
     # --- the tasks ----------------------------------------------------------------------------
@@ -146,7 +183,7 @@ class QueueWorker:
         app = self.app
 
         @app.task(name=PLAY_TASK, pass_context=True,
-                  retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=RETRY_WAIT_S))
+                  retry=GameRetry(max_attempts=MAX_ATTEMPTS, wait=RETRY_WAIT_S))
         async def play_game(context: procrastinate.JobContext, **args: Any) -> str:
             assert context.job.id is not None
             return await self.play(context.job.id, args)
@@ -183,9 +220,10 @@ class QueueWorker:
             async with asyncio.timeout(game_time_bound_s(job.setup)):
                 report = await self._executor(job).play(job.setup, seats)
         except asyncio.CancelledError:
-            # the worker is stopping and the grace is over: the game goes back to be played again
-            store.fail(task, "interrupted by a worker's shutdown; to be replayed", True,
-                       then=lambda conn: defer_games(self._deferrer, conn, [job]))
+            # the worker is stopping and the grace is over: the game goes back to pending, and
+            # procrastinate puts this job back in the queue (GameRetry) to play it again
+            await asyncio.shield(asyncio.to_thread(store.fail, task, "interrupted by a worker's shutdown; to be "
+                                                   "replayed", True))
             raise
         except Exception as exc:  # the referee's own failure, or a game past its time bound
             error = ("the game took longer than its time control allows (hung)" if isinstance(exc, TimeoutError)
@@ -223,21 +261,48 @@ class QueueWorker:
         """Take games until stopped (SIGTERM, SIGINT); the exit status."""
         s = self.settings
         self.store = await asyncio.to_thread(lambda: Store(s.database, migrate=False))
+        worker = procrastinate.worker.Worker(
+            self.app, queues=[queue_name()], concurrency=s.concurrency, name=self.name,
+            update_heartbeat_interval=s.heartbeat_s, stalled_worker_timeout=s.stalled_after_s,
+            shutdown_graceful_timeout=s.grace_s, delete_jobs="successful", install_signal_handlers=False)
+        asked_to_stop = False
+
+        def stop(signum: int) -> None:
+            nonlocal asked_to_stop
+            asked_to_stop = True
+            log.info("%s: stopping (running games get %g s to finish)", signal.Signals(signum).name, s.grace_s)
+            for each in (signal.SIGTERM, signal.SIGINT):  # a second one stops the process at once
+                loop.remove_signal_handler(each)
+            worker.stop()
+
+        loop = asyncio.get_running_loop()
+        if not logging.getLogger().isEnabledFor(logging.INFO):
+            # without -v, a lost database is the one line run_worker's caller prints, not the
+            # queue's and the pool's tracebacks on the way down
+            for name in ("procrastinate", "psycopg"):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
         try:
             async with self.app.open_async():
                 await self._say_what_waits_elsewhere()
                 log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(), s.concurrency)
-                await self.app.run_worker_async(
-                    queues=[queue_name()], concurrency=s.concurrency, name=self.name,
-                    update_heartbeat_interval=s.heartbeat_s, stalled_worker_timeout=s.stalled_after_s,
-                    shutdown_graceful_timeout=s.grace_s, delete_jobs="successful", install_signal_handlers=True)
+                for each in (signal.SIGTERM, signal.SIGINT):
+                    loop.add_signal_handler(each, stop, each)
+                await worker.run()
+        except DATABASE_ERRORS as exc:
+            raise DatabaseLostError(f"worker {self.name} lost database {describe_url(s.database)}: "
+                                    f"{first_line(exc)}; its games go back to the queue") from None
         finally:
+            for each in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(each)
             for executor in self._executors.values():
                 await executor.close()
             self._executors.clear()
             self.store.close()
             if self._temp is not None:
                 self._temp.cleanup()
+        if not asked_to_stop:  # procrastinate stopped by itself: a side task (its listener) lost the database
+            raise DatabaseLostError(f"worker {self.name} lost its connection to database {describe_url(s.database)} "
+                                    "and stopped; its games go back to the queue (start it again)")
         return 0
 
     async def _say_what_waits_elsewhere(self) -> None:
