@@ -224,7 +224,8 @@ def private_server() -> Iterator[str]:
                    check=True, capture_output=True, timeout=120)
     with open(folder / "server.log", "wb") as log:
         server = subprocess.Popen([*as_user, str(bindir / "postgres"), "-D", str(data), "-p", str(port), "-k",
-                                   str(folder), "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=400"],
+                                   str(folder), "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=400",
+                                   "-c", "shared_preload_libraries=pg_stat_statements"],
                                   stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     try:
@@ -394,13 +395,16 @@ def probe_latency(url: str, probes: int) -> float:
 
 
 def one_run(server: Server, folder: Path, workers: int, kind: str, size: int, seed: int, probes: int = 0,
-            idle_s: float = 0.0) -> dict[str, Any]:
+            idle_s: float = 0.0, statements: bool = False) -> dict[str, Any]:
     """One tournament on a fresh database: ``workers`` 0 is the single-process ``arena run``."""
     name = f"bench_queue_{os.getpid()}"
     with server.database(name) as url:
         path = folder / "t.toml"
         (sample_tournament if kind == "sample" else cheap_tournament)(path, url, size, seed)
         Store(url).close()  # the schema, before anything is measured
+        if statements:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         pool = Workers(url, workers, folder / f"logs-{workers}")
         result: dict[str, Any] = {"workers": workers}
         try:
@@ -413,6 +417,9 @@ def one_run(server: Server, folder: Path, workers: int, kind: str, size: int, se
                         result["idle_db_s_per_worker_s"] = cpu.database_s() / idle_s / workers
                         result["idle_server_s_per_worker_s"] = cpu.server_s() / idle_s / workers
             before = server.counters(name)
+            if statements:  # the extension lives in the run's database
+                with psycopg.connect(url, autocommit=True) as conn:
+                    conn.execute("SELECT pg_stat_statements_reset()")
             command = arena("run", str(path), "--queue") if workers else arena("run", str(path))
             with DatabaseCpu(server, name) as cpu:
                 with open(folder / "run.log", "wb") as out:
@@ -422,6 +429,8 @@ def one_run(server: Server, folder: Path, workers: int, kind: str, size: int, se
                 db_s, server_s, backends = cpu.database_s(), cpu.server_s(), cpu.max_backends
             if status != 0:
                 raise SystemExit(f"{shlex.join(command)} exited {status}:\n{(folder / 'run.log').read_text()[-3000:]}")
+            if statements:
+                result["statements"] = top_statements(url, name)
             if workers and probes:
                 result["probe_s"] = probe_latency(url, probes)
         finally:
@@ -433,6 +442,16 @@ def one_run(server: Server, folder: Path, workers: int, kind: str, size: int, se
                    **{f"{k}_per_game": (after[k] - before[k]) / games for k in after}})
     result["total_cpu_per_game"] = (run_cpu + result["workers_cpu_s"] + (server_s if server.private else db_s)) / games
     return result
+
+
+def top_statements(url: str, name: str, count: int = 8) -> list[str]:
+    """The statements that took the most execution time in the database since the reset."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT s.calls, s.total_exec_time, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) "
+            "FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = %s "
+            "ORDER BY s.total_exec_time DESC LIMIT %s", (name, count)).fetchall()
+    return [f"{calls} calls, {ms:.0f} ms: {query}" for calls, ms, query in rows]
 
 
 def describe(r: dict[str, Any], private: bool) -> str:
@@ -454,7 +473,7 @@ def describe(r: dict[str, Any], private: bool) -> str:
             line += f", idle job latency {r['probe_s'] * 1000:.1f} ms"
     if r["failed"] or r["retried"]:
         line += f"; FAILED {r['failed']}, retried {r['retried']}"
-    return line
+    return "\n    ".join([line, *r.get("statements", [])])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -473,6 +492,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a database of the server to create the runs' databases on")
     parser.add_argument("--private-server", action="store_true",
                         help="start a throwaway PostgreSQL cluster instead (exact server CPU, 400 connections)")
+    parser.add_argument("--statements", action="store_true",
+                        help="with --private-server: print the statements that took the database's time in each run")
     parser.add_argument("--json", type=Path, help="write every run's figures here")
     args = parser.parse_args(argv)
     if args.quick:
@@ -482,8 +503,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         counts = [int(w) for w in args.workers.split(",")]
     except ValueError:
         fail(f"--workers must be counts separated by commas, not {args.workers!r}")
-    if any(c < 1 for c in counts) or args.rounds < 1 or args.games_per_pairing < 1 or args.many_workers < 0:
-        fail("--workers, --rounds and --games-per-pairing must be at least 1, --many-workers at least 0")
+    if any(c < 1 for c in counts) or args.rounds < 0 or args.games_per_pairing < 1 or args.many_workers < 0:
+        fail("--workers and --games-per-pairing must be at least 1, --rounds (0: no part 1) and --many-workers "
+             "(0: no part 3) at least 0")
+    if args.statements and not args.private_server:
+        fail("--statements needs --private-server (pg_stat_statements is loaded at the server's start)")
     with (private_server() if args.private_server else _given(args.pg_url)) as admin:
         return measure(Server(admin, args.private_server), args, counts)
 
@@ -513,12 +537,13 @@ def measure(server: Server, args: argparse.Namespace, counts: list[int]) -> int:
             runs = {}
             for w in order:
                 runs[w] = one_run(server, folder, w, "sample", args.games_per_pairing, args.seed,
-                                  probes=args.probes if k == args.rounds - 1 else 0)
+                                  probes=args.probes if k == args.rounds - 1 else 0, statements=args.statements)
                 print(f"round {k + 1}: {describe(runs[w], private)}", flush=True)
             ratios = ", ".join(f"{w} worker(s) {runs[w]['games_per_s'] / runs[0]['games_per_s']:.2f}" for w in counts)
             print(f"round {k + 1}: games/s against the single process: {ratios}", flush=True)
             results["rounds"].append({str(w): r for w, r in runs.items()})
-        summary(results["rounds"], settings, private)
+        if args.rounds:
+            summary(results["rounds"], settings, private)
         if args.many_workers:
             many(server, folder, args, results)
     if args.json:
@@ -536,7 +561,7 @@ def summary(rounds: list[dict[str, dict[str, Any]]], settings: list[int], privat
         ratio = statistics.median(r[str(w)]["games_per_s"] / r["0"]["games_per_s"] for r in rounds)
         med = {key: statistics.median(r[key] for r in rs) for key in rs[0] if isinstance(rs[0][key], (int, float))}
         db = (med["server_cpu_s"] if private else med["db_cpu_s"]) / med["games"]
-        print(f"median{' ' if w else ''}{w or 'single process'}{' worker(s)' if w else ''}: {rate:.2f} games/s "
+        print(f"median, {f'{w} worker(s)' if w else 'single process'}: {rate:.2f} games/s "
               f"(runs {', '.join(format(r['games_per_s'], '.2f') for r in rs)}), ratio {ratio:.2f} (single {single:.2f}); "
               f"per game {1000 * med['run_cpu_s'] / med['games']:.1f} ms {'coordinator' if w else 'arena run'}, "
               f"database {1000 * db:.2f} ms, all {1000 * med['total_cpu_per_game']:.1f} ms CPU, "
@@ -551,9 +576,11 @@ def many(server: Server, folder: Path, args: argparse.Namespace, results: dict[s
     if need > free:
         fail(f"{n} workers need about {need} connections ({CONNECTIONS_PER_WORKER} each), the server has {free} free "
              f"of max_connections {server.max_connections}: use --private-server or fewer --many-workers")
-    one = one_run(server, folder, 1, "cheap", max(args.many_games // 4, 10), args.seed, probes=args.probes)
+    one = one_run(server, folder, 1, "cheap", max(args.many_games // 4, 10), args.seed, probes=args.probes,
+                  statements=args.statements)
     print(f"cheap games: {describe(one, server.private)}", flush=True)
-    lots = one_run(server, folder, n, "cheap", args.many_games, args.seed, probes=args.probes, idle_s=args.idle_s)
+    lots = one_run(server, folder, n, "cheap", args.many_games, args.seed, probes=args.probes, idle_s=args.idle_s,
+                   statements=args.statements)
     print(f"cheap games: {describe(lots, server.private)}", flush=True)
     results["many"] = {"1": one, str(n): lots}
     db_key = "server_cpu_s" if server.private else "db_cpu_s"
