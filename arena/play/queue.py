@@ -4,12 +4,12 @@ procrastinate keeps the queue in the arena's own PostgreSQL database. There are 
 
 - ``play_game``: one job per game, deferred in the same transaction that schedules the game (or,
   on a resume, that finds it pending without a job). Its ``queueing_lock`` keeps a game from
-  being queued twice, its ``lock`` keeps two jobs of one game from running at once. The worker
-  (worker.py) claims the game through its status and attempt, so a job run twice (procrastinate
-  runs jobs at least once) stores the game once.
-- ``rate_tournament``: deferred with each finished game; its lock makes it the tournament's one
-  rating writer at a time, and its queueing lock keeps one waiting, which rates every game that
-  is ready, in number order.
+  waiting in the queue twice. The worker (worker.py) claims the game through its status, attempt
+  and job id, so a job run twice (procrastinate runs jobs at least once), or a second job of one
+  game, stores the game once.
+- ``rate_tournament``: deferred with each finished game, ahead of the games waiting; its lock
+  makes it the tournament's one rating writer at a time, and its queueing lock keeps one waiting,
+  which rates every game that is ready, in number order.
 - ``retry_stalled_jobs``: periodic; puts back the jobs of workers whose heartbeat stopped (a
   worker killed with kill -9, a machine lost), as procrastinate's documentation recommends.
 
@@ -42,6 +42,7 @@ PLAY_TASK = "arena.play_game"
 RATE_TASK = "arena.rate_tournament"
 STALLED_TASK = "arena.retry_stalled_jobs"
 JOB_FORMAT = "royal-casino-arena/game-job"
+RATE_PRIORITY = 10  # rating passes run before the games waiting (priority 0)
 
 
 def project_version() -> str:
@@ -136,8 +137,11 @@ def defer_games(app: procrastinate.App, conn: Connection, jobs: Iterable[GameJob
     queued = 0
     raw = conn.connection.driver_connection
     for job in jobs:
-        deferrer = app.configure_task(PLAY_TASK, queue=queue_name(), lock=game_lock(job.game_id),
-                                      queueing_lock=game_lock(job.game_id), connection=raw)
+        # A queueing lock (never waiting twice) but no lock: the claim (job id, status, attempt)
+        # already keeps two jobs of one game from both playing it, and a lock per game makes
+        # procrastinate's fetch look for the lock's other jobs on every candidate (slow with a backlog).
+        deferrer = app.configure_task(PLAY_TASK, queue=queue_name(), queueing_lock=game_lock(job.game_id),
+                                      connection=raw)
         savepoint = conn.begin_nested()
         try:
             deferrer.defer(**job.to_args())
@@ -153,8 +157,9 @@ def defer_rating(app: procrastinate.App, conn: Connection, tournament_id: int) -
     """Queue a rating pass of the tournament on ``conn`` unless one is waiting already (that one
     runs after this transaction commits, and so rates what it wrote)."""
     lock = rate_lock(tournament_id)
+    # ahead of the games waiting (procrastinate takes higher priorities first): ratings keep up
     deferrer = app.configure_task(RATE_TASK, queue=queue_name(), lock=lock, queueing_lock=lock,
-                                  connection=conn.connection.driver_connection)
+                                  priority=RATE_PRIORITY, connection=conn.connection.driver_connection)
     savepoint = conn.begin_nested()
     try:
         deferrer.defer(tournament_id=tournament_id)
@@ -165,24 +170,27 @@ def defer_rating(app: procrastinate.App, conn: Connection, tournament_id: int) -
 
 
 def games_without_job(conn: Connection, tournament_id: int) -> list[int]:
-    """Ids of the tournament's pending games that no job of this version waits for or is playing:
-    the ones a resume must queue (a coordinator killed before it queued them, a job that was
-    aborted, a job of another version)."""
-    rows = conn.execute(text(
-        "SELECT g.id FROM games g WHERE g.tournament_id = :tid AND g.status = 'pending' AND NOT EXISTS ("
-        " SELECT 1 FROM procrastinate_jobs j WHERE j.task_name = :task AND j.queue_name = :queue"
-        " AND j.status IN ('todo', 'doing') AND j.lock = 'arena-game-' || g.id::text)"
-        " ORDER BY g.number"), {"tid": tournament_id, "task": PLAY_TASK, "queue": queue_name()})
-    return [row[0] for row in rows]
+    """Ids of the tournament's pending games that no job waits for or is playing: the ones a resume
+    must queue (a coordinator killed before it queued them, a job that gave up). Two linear reads,
+    not a join the planner may turn into games x jobs: the pending games (by status), and the
+    queueing locks of the live jobs (through procrastinate's index of todo and doing jobs)."""
+    pending = conn.execute(text(
+        "SELECT id FROM games WHERE tournament_id = :tid AND status = 'pending' ORDER BY number"),
+        {"tid": tournament_id}).scalars().all()
+    if not pending:
+        return []
+    live = set(conn.execute(text(
+        "SELECT queueing_lock FROM procrastinate_jobs WHERE status IN ('todo', 'doing') AND task_name = :task"),
+        {"task": PLAY_TASK}).scalars())
+    return [game_id for game_id in pending if game_lock(game_id) not in live]
 
 
 def release_orphaned_games(conn: Connection, tournament_id: int) -> int:
     """Put back to pending the running games whose job is neither waiting nor running any more (a
     job that gave up on errors of the database itself, after claiming its game): nobody would
     finish them. A live job's game is never touched: its job is 'doing' for as long as it plays."""
-    result = conn.execute(text(
+    result = conn.execute(text(  # the job that claimed a game is named on it: a primary-key look-up each
         "UPDATE games g SET status = 'pending' WHERE g.tournament_id = :tid AND g.status = 'running'"
-        " AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.task_name = :task"
-        " AND j.status IN ('todo', 'doing') AND j.lock = 'arena-game-' || g.id::text)"),
-        {"tid": tournament_id, "task": PLAY_TASK})
+        " AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.id = g.job_id"
+        " AND j.status IN ('todo', 'doing'))"), {"tid": tournament_id})
     return result.rowcount or 0

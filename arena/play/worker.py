@@ -173,8 +173,11 @@ class QueueWorker:
         self.archives = ArchiveCache()  # bot archives unpacked on this machine, each checked once
         # the pool's wait for a connection bounds each queue call while the database is gone (and
         # so how long a worker that lost it takes to stop): seconds, not psycopg_pool's 30
+        # min_size 1: psycopg_pool keeps 4 idle connections by default, which with the listener's
+        # and the store's made 6 a worker; max_size: its game jobs finishing at once, and a side task
         self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-            conninfo=libpq_url(settings.database), timeout=POOL_TIMEOUT_S))
+            conninfo=libpq_url(settings.database), timeout=POOL_TIMEOUT_S, min_size=1,
+            max_size=settings.concurrency + 2))
         self._register_tasks()
 
     # --- the tasks ----------------------------------------------------------------------------

@@ -95,9 +95,9 @@ def game_rows(url: str) -> dict[int, tuple[str, int, str | None]]:
 
 
 def play_jobs(url: str) -> list[tuple[str, str, int]]:
-    """Every play_game job left in the queue: (status, lock, attempts)."""
+    """Every play_game job left in the queue: (status, queueing lock, attempts)."""
     return [tuple(r) for r in query(  # type: ignore[misc]
-        url, "SELECT status::text, lock, attempts FROM procrastinate_jobs WHERE task_name = %s ORDER BY id",
+        url, "SELECT status::text, queueing_lock, attempts FROM procrastinate_jobs WHERE task_name = %s ORDER BY id",
         (PLAY_TASK,))]
 
 

@@ -128,7 +128,7 @@ def test_resume_queues_only_games_without_a_job_and_frees_games_whose_job_gave_u
         assert store.in_transaction(lambda conn: queue_missing(app, config, conn, tid)) == 0  # never twice
         first, second = store.games(tid)[:2]
         with store.engine.begin() as conn:
-            jobs = dict(conn.execute(text("SELECT lock, id FROM procrastinate_jobs")).all())
+            jobs = dict(conn.execute(text("SELECT queueing_lock, id FROM procrastinate_jobs")).all())
             for game, job_status in ((first, "doing"), (second, "failed")):
                 conn.execute(text("UPDATE procrastinate_jobs SET status = :s WHERE id = :j"),
                              {"s": job_status, "j": jobs[f"arena-game-{game.id}"]})
@@ -138,7 +138,7 @@ def test_resume_queues_only_games_without_a_job_and_frees_games_whose_job_gave_u
         after = {g.number: g.status for g in store.games(tid)}
         assert after[first.number] == "running" and after[second.number] == "pending"
         with store.engine.connect() as conn:
-            waiting = conn.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo' AND lock = :l"),
+            waiting = conn.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo' AND queueing_lock = :l"),
                                    {"l": f"arena-game-{second.id}"}).scalar()
         assert waiting == 1
     finally:
