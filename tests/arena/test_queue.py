@@ -51,6 +51,13 @@ def test_three_workers_play_every_game_once_with_the_single_process_standings(
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith(f"tournament 'runs': {total}/{total} games done, 0 running, 0 pending"), shown.stdout
     assert "queue: 0 waiting, 0 being played, 0 stalled" in shown.stdout, shown.stdout
+    # the reading commands work unchanged on a queued tournament
+    for args in (("standings", str(path), "--format", "json"), ("games", str(path)), ("show", str(path), "1"),
+                 ("export", str(path), str(tmp_path / "export"))):
+        read = run_arena(*args)
+        assert read.returncode == 0 and read.stderr == "", (args, read.stderr)
+    assert json.loads(run_arena("standings", str(path), "--format", "json").stdout) == json.loads(reference.standings)
+    assert len(list((tmp_path / "export" / "records").glob("*.json"))) == total
     logs = log_text(tmp_path / "logs")
     assert sum(f"worker{i}.log" in logs and "played (attempt 1)" in (tmp_path / "logs" / f"worker{i}.log").read_text()
                for i in range(3)) >= 2, f"the games were not spread over the workers:\n{logs}"
