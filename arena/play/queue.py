@@ -43,7 +43,6 @@ RATE_TASK = "arena.rate_tournament"
 STALLED_TASK = "arena.retry_stalled_jobs"
 JOB_FORMAT = "royal-casino-arena/game-job"
 RATE_PRIORITY = 10  # rating passes run before the games waiting (priority 0)
-RATE_DELAY_S = 0.5  # a pass waits this long, so the games finished meanwhile share it (one per half second)
 
 
 def project_version() -> str:
@@ -158,12 +157,11 @@ def defer_rating(app: procrastinate.App, conn: Connection, tournament_id: int) -
     """Queue a rating pass of the tournament on ``conn`` unless one is waiting already (that one
     runs after this transaction commits, and so rates what it wrote)."""
     lock = rate_lock(tournament_id)
-    # Ahead of the games waiting (procrastinate takes higher priorities first), so ratings keep up;
-    # half a second later, so the games finished meanwhile find it waiting and share its pass, as
-    # the local runner rates at most every RATING_INTERVAL_S (not a pass and a commit per game).
+    # Ahead of the games waiting (procrastinate takes higher priorities first), so ratings keep up.
+    # Not delayed to fold more games into a pass: a job due later wakes no worker when it becomes
+    # due (they hear of it at its insert), so it waited for their 5 s poll (docs/benchmarks.md).
     deferrer = app.configure_task(RATE_TASK, queue=queue_name(), lock=lock, queueing_lock=lock,
-                                  priority=RATE_PRIORITY, schedule_in={"seconds": RATE_DELAY_S},
-                                  connection=conn.connection.driver_connection)
+                                  priority=RATE_PRIORITY, connection=conn.connection.driver_connection)
     savepoint = conn.begin_nested()
     try:
         deferrer.defer(tournament_id=tournament_id)
