@@ -63,7 +63,7 @@ SAMPLE_S = 0.2  # how often the database backends' CPU is read
 RUN_TIMEOUT_S = 1800.0  # one tournament run, start to end
 READY_TIMEOUT_S = 180.0  # workers connected and listening
 STOP_TIMEOUT_S = 60.0  # a worker's exit after SIGTERM
-CONNECTIONS_PER_WORKER = 6  # measured: procrastinate's pool and LISTEN, the store's pool (part 1 re-measures)
+CONNECTIONS_PER_WORKER = 4  # measured: LISTEN, procrastinate's pool (1 idle), the store's pool (part 1 re-measures)
 NAME = "qbench"
 
 
