@@ -44,15 +44,21 @@ def workers(url: str, folder: Path, count: int, concurrency: int = 1) -> Iterato
     try:
         yield procs
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
+        stop(procs)
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> list[int | None]:
+    """SIGTERM each live process of ``procs`` and wait for it (bounded, then its group is killed);
+    their exit statuses."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+    return [proc.returncode for proc in procs]
 
 
 def run_queued(path: Path, *extra: str, timeout: float = FOLLOW_TIMEOUT_S) -> subprocess.CompletedProcess[str]:

@@ -30,6 +30,7 @@ from tests.arena.queue_support import (
     run_queued,
     start_worker,
     still_alive,
+    stop,
     wait_for,
     worker_name,
     workers,
@@ -67,17 +68,11 @@ def assert_same_as(reference: Outcome, url: str) -> None:  # noqa: F811 - refere
     assert outcome.standings == reference.standings
 
 
-def stop(procs: list[subprocess.Popen[bytes]]) -> list[int | None]:
-    """SIGTERM each live process of ``procs`` and wait for it (bounded); their exit statuses."""
-    for proc in procs:
-        if proc.poll() is None:
-            proc.terminate()
-    for proc in procs:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-    return [proc.returncode for proc in procs]
+def queued_tournament(path: Path) -> Path:
+    """``path`` scheduled and queued (`arena run --queue --detach`), for workers to play."""
+    queued = run_queued(path, "--detach")
+    assert queued.returncode == 0, queued.stderr
+    return path
 
 
 def settle(url: str, logs: Path) -> dict[int, tuple[str, int, str | None]]:
@@ -92,9 +87,7 @@ def settle(url: str, logs: Path) -> dict[int, tuple[str, int, str | None]]:
 def _kill_a_worker_mid_game(trial: int, reference: Outcome, pg_url: str, tmp_path: Path) -> None:  # noqa: F811
     rng = random.Random(7000 + trial)
     marker = new_marker()
-    path = tournament_file(tmp_path, marker, concurrency=1, database=pg_url)
-    queued = run_queued(path, "--detach")
-    assert queued.returncode == 0, queued.stderr
+    path = queued_tournament(tournament_file(tmp_path, marker, concurrency=1, database=pg_url))
     logs = tmp_path / "logs"
     logs.mkdir()
     victim = start_worker(pg_url, logs / "victim.log")
@@ -225,9 +218,7 @@ def test_connections_cut_under_running_workers_lose_and_duplicate_nothing(
         reference: Outcome, pg_url: str, tmp_path: Path) -> None:  # noqa: F811
     rng = random.Random(9001)
     marker = new_marker()
-    path = tournament_file(tmp_path, marker, concurrency=1, database=pg_url)
-    queued = run_queued(path, "--detach")
-    assert queued.returncode == 0, queued.stderr
+    path = queued_tournament(tournament_file(tmp_path, marker, concurrency=1, database=pg_url))
     logs = tmp_path / "logs"
     logs.mkdir()
     procs = [start_worker(pg_url, logs / f"worker{i}.log") for i in range(2)]
@@ -263,9 +254,7 @@ def test_connections_cut_under_running_workers_lose_and_duplicate_nothing(
 
 def test_a_worker_whose_database_is_gone_for_good_exits_non_zero_with_one_line(pg_url: str, tmp_path: Path) -> None:
     marker = new_marker()
-    path = tournament_file(tmp_path, marker, concurrency=1, database=pg_url)
-    queued = run_queued(path, "--detach")
-    assert queued.returncode == 0, queued.stderr
+    path = queued_tournament(tournament_file(tmp_path, marker, concurrency=1, database=pg_url))
     worker = subprocess.Popen(arena_argv("worker", "--db", pg_url, *WORKER_TIMING), cwd=ROOT, env=arena_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     name = pg_url.rsplit("/", 1)[1]
@@ -300,9 +289,7 @@ def settled_or_none(url: str) -> dict[int, tuple[str, int, str | None]] | None:
 def test_a_worker_of_another_protocol_version_takes_nothing_and_says_so_in_one_line(
         pg_url: str, tmp_path: Path) -> None:
     marker = new_marker()
-    path = tournament_file(tmp_path, marker, concurrency=1, database=pg_url)
-    queued = run_queued(path, "--detach")
-    assert queued.returncode == 0, queued.stderr
+    queued_tournament(tournament_file(tmp_path, marker, concurrency=1, database=pg_url))
     code = ("import sys; import arena.play.queue as q; q.PROTOCOL_VERSION = 99; from arena.cli.main import main; "
             "sys.exit(main(sys.argv[1:]))")
     log = tmp_path / "other.log"
@@ -333,8 +320,7 @@ def test_a_worker_of_another_protocol_version_takes_nothing_and_says_so_in_one_l
 def test_a_worker_refuses_a_database_of_another_schema_revision_in_one_line(
         revision: str, advice: str, pg_url: str, tmp_path: Path) -> None:
     path = tournament_file(tmp_path, new_marker(), concurrency=1, database=pg_url)
-    queued = run_queued(path, "--detach")
-    assert queued.returncode == 0, queued.stderr
+    queued_tournament(path)
     query(pg_url, "UPDATE alembic_version SET version_num = %s", (revision,))
     done = run_arena("worker", "--db", pg_url, *WORKER_TIMING, timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
@@ -362,8 +348,7 @@ def test_sigterm_mid_game_finishes_it_within_the_grace_or_requeues_it(
         grace: str, pg_url: str, tmp_path: Path) -> None:
     marker = new_marker()
     path = slow_tournament(tmp_path, marker, pg_url)
-    queued = run_queued(path, "--detach")
-    assert queued.returncode == 0, queued.stderr
+    queued_tournament(path)
     logs = tmp_path / "logs"
     logs.mkdir()
     timing = ["--grace", "60", "--stalled-after", "90"] if grace == "long" else ["--grace", "0.2"]
@@ -406,8 +391,7 @@ def test_an_infrastructure_error_is_retried_then_the_game_is_failed_with_the_rea
             {"name": "random", "command": sample_bot_command("random_bot.py")}]
     top = {"name": "broken", "players": 2, "games_per_pairing": 1, "duplicate": False, "seed": 3, "database": pg_url}
     path = write_tournament(tmp_path / "broken.toml", top, bots, None, marker)
-    queued = run_queued(path, "--detach")
-    assert queued.returncode == 0, queued.stderr
+    queued_tournament(path)
     logs = tmp_path / "logs"
     logs.mkdir()
     (tid,), = query(pg_url, "SELECT id FROM tournaments")
@@ -443,8 +427,7 @@ def test_a_bot_that_crashes_or_hangs_in_a_queued_game_is_a_result_not_a_job_fail
             {"name": "hanger", "command": python_bot_command("hang", after=2)}]
     top = {"name": "bad", "players": 2, "games_per_pairing": 1, "duplicate": False, "seed": 3, "database": pg_url}
     path = write_tournament(tmp_path / "bad.toml", top, bots, {"move_ms": 1000, "startup_ms": 20000}, marker)
-    queued = run_queued(path, "--detach")
-    assert queued.returncode == 0, queued.stderr
+    queued_tournament(path)
     with workers(pg_url, tmp_path / "logs", 2):
         followed = run_queued(path)
         assert followed.returncode == 0, f"{followed.stdout}\n{followed.stderr}\n{log_text(tmp_path / 'logs')}"
