@@ -196,3 +196,13 @@ def release_orphaned_games(conn: Connection, tournament_id: int) -> int:
         " AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.id = g.job_id"
         " AND j.status IN ('todo', 'doing'))"), {"tid": tournament_id})
     return result.rowcount or 0
+
+
+def live_jobs(conn: Connection, tournament_id: int) -> int:
+    """How many of the tournament's games wait in the queue or are being played by a worker (0 on
+    a database without the queue): a local run must not take them from the workers."""
+    if conn.dialect.name != "postgresql":
+        return 0
+    return int(conn.execute(text(
+        "SELECT count(*) FROM procrastinate_jobs WHERE task_name = :task AND status IN ('todo', 'doing')"
+        " AND args->>'tournament_id' = :tid"), {"task": PLAY_TASK, "tid": str(tournament_id)}).scalar() or 0)

@@ -17,10 +17,12 @@ from typing import Protocol
 from referee.sandbox import make_launcher
 
 from ..config import TournamentConfig
+from ..errors import UsageError
 from ..rating.standings import Standings
 from ..store.lease import Lease
 from ..store.store import Store
 from .executor import GameExecutor, InProcessExecutor
+from .queue import live_jobs
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
 
 
@@ -131,6 +133,11 @@ class TournamentSession:
         executor = self._executor or InProcessExecutor(logs_dir_for(config), make_launcher(config.sandbox))
         try:
             tid = self._tid = open_tournament(store, config)
+            queued = store.in_transaction(lambda conn: live_jobs(conn, tid))
+            if queued:  # a queued run: its workers own those games (a local run would play them again)
+                raise UsageError(f"tournament {config.name!r} has {queued} game(s) queued for workers (it was run "
+                                 f"with --queue): follow it with `arena run {config.path.name} --queue` or `arena "
+                                 f"status {config.path.name}`")
             lease = Lease.acquire(store, tid, config.name, "run")  # before any game is touched
             counts = store.counts(tid)
             total = sum(counts.values())

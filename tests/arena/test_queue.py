@@ -38,6 +38,9 @@ def test_three_workers_play_every_game_once_with_the_single_process_standings(
     assert status["queue"]["waiting"] == total and status["queue"]["workers"] == []
     again = run_queued(path, "--detach")  # a second coordinator start queues nothing more
     assert again.returncode == 0 and "0 game(s) queued" in again.stdout, again.stdout + again.stderr
+    local = run_arena("run", str(path))  # a local run would take the queued games from the workers
+    assert local.returncode == 2 and local.stderr.count("\n") == 1, local.stderr
+    assert f"has {total} game(s) queued for workers" in local.stderr, local.stderr
     with workers(pg_url, tmp_path / "logs", 3):
         followed = run_queued(path)
         assert followed.returncode == 0, f"{followed.stdout}\n{followed.stderr}\n{log_text(tmp_path / 'logs')}"
