@@ -40,7 +40,7 @@ from sqlalchemy import Connection
 from referee.sandbox import make_launcher
 
 from ..config import ConfigError, LadderConfig, TournamentConfig
-from ..errors import shown
+from ..errors import UsageError, shown
 from ..rating.ratings import default_rating
 from ..rating.standings import fitting_standings_table
 from ..schedule.pairings import ScheduledGame, ladder_pairings, schedule, set_size
@@ -49,7 +49,7 @@ from ..store.store import BotRow, Store
 from .archives import ArchiveCache
 from .coordinator import FOLLOW_S, REQUEUE_S, queue_missing
 from .executor import InProcessExecutor
-from .queue import make_app, require_postgresql
+from .queue import live_jobs, make_app, require_postgresql
 from .rate import apply_ratings
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
 
@@ -333,6 +333,10 @@ async def serve_ladder(config: TournamentConfig, console: Console, max_rounds: i
     try:
         store = Store(config.database)
         tid = open_tournament(store, config, schedule_games=False)
+        queued = 0 if queue else store.in_transaction(lambda conn: live_jobs(conn, tid))
+        if queued:  # the workers own those games: a local serve would play them again
+            raise UsageError(f"ladder {config.name!r} has {queued} game(s) queued for workers: serve it with "
+                             f"`arena serve {config.path.name} --queue`")
         # two servers would both schedule rounds
         lease = Lease.acquire(store, tid, config.name, "serve --queue" if queue else "serve")
         if lease.taken_from:

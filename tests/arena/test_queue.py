@@ -5,6 +5,8 @@ rating history of a single-process run of the same tournament; the CLI's refusal
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,9 @@ from arena.store.store import Store
 from tests.arena.queue_support import FOLLOW_TIMEOUT_S, log_text, run_queued, workers
 from tests.arena.runs_support import TIME, Outcome, assert_complete, outcome_of, reference, tournament_file  # noqa: F401
 from tests.arena_support import (
+    ROOT,
+    arena_argv,
+    arena_env,
     new_marker,
     run_arena,
     sample_bot_command,
@@ -151,5 +156,37 @@ def test_resume_queues_only_games_without_a_job_and_frees_games_whose_job_gave_u
             waiting = conn.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo' AND queueing_lock = :l"),
                                    {"l": f"arena-game-{second.id}"}).scalar()
         assert waiting == 1
+    finally:
+        store.close()
+
+
+def test_a_local_run_or_serve_of_games_queued_for_workers_is_refused_in_one_line(pg_url: str, tmp_path: Path) -> None:
+    """The workers own queued games: a plain `arena serve` (or `arena run`) would play them again."""
+    bots = [{"name": "greedy", "command": sample_bot_command("greedy_bot.py")},
+            {"name": "random", "command": sample_bot_command("random_bot.py")}]
+    path = write_tournament(tmp_path / "lad.toml", {"name": "lad", "players": 2, "seed": 11, "database": pg_url,
+                                                    "ladder": {"interval": "1h"}}, bots, TIME)
+    Store(pg_url).close()  # migrated here first, so the server and the polls below never both migrate it
+    server = subprocess.Popen(arena_argv("serve", str(path), "--queue"), cwd=ROOT, env=arena_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + FOLLOW_TIMEOUT_S
+        while not _queued_jobs(pg_url):  # round 1 queued, no worker to play it
+            assert server.poll() is None and time.monotonic() < deadline, "the queued round never appeared"
+            time.sleep(0.1)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    for command in ("serve", "run"):
+        done = run_arena(command, str(path))
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "queued for workers" in done.stderr and "--queue" in done.stderr, done.stderr
+
+
+def _queued_jobs(url: str) -> int:
+    store = Store(url)
+    try:
+        with store.engine.connect() as conn:
+            return int(conn.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'")).scalar() or 0)
     finally:
         store.close()
