@@ -13,11 +13,11 @@ from sqlalchemy import func, select, text
 
 from ..config import TournamentConfig
 from ..play.queue import PLAY_TASK
+from ..play.worker import STALLED_AFTER_S  # the workers' default
 from ..store.models import Game, GameStatus
 from ..store.store import Store
 
 RATE_WINDOW_S = 60  # games/s is over this many seconds
-STALLED_AFTER_S = 30  # a worker's heartbeat older than this: its jobs are stalled (the worker's default)
 
 
 def queue_status(store: Store, tid: int) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def print_status(store: Store, tid: int, config: TournamentConfig, fmt: str) -> 
         lines.append("no job queue (a SQLite database): `arena run` plays the games itself")
     else:
         lines.append(f"queue: {q['waiting']} waiting, {q['running']} being played, {q['stalled']} stalled "
-                     f"(worker silent over {STALLED_AFTER_S} s), {q['retried']} retried, {q['failed_jobs']} failed jobs")
+                     f"(worker silent over {STALLED_AFTER_S:g} s), {q['retried']} retried, {q['failed_jobs']} failed jobs")
         for w in q["workers"]:
             age = "no heartbeat" if w["heartbeat_age_s"] is None else f"heartbeat {w['heartbeat_age_s']:.0f} s ago"
             lines.append(f"  worker {w['name']}: {w['running']} game(s) running, {age}")

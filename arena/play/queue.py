@@ -42,6 +42,7 @@ PLAY_TASK = "arena.play_game"
 RATE_TASK = "arena.rate_tournament"
 STALLED_TASK = "arena.retry_stalled_jobs"
 JOB_FORMAT = "royal-casino-arena/game-job"
+QUEUE_PREFIX = "arena-games-"  # each version's queue: this, then compatibility()
 RATE_PRIORITY = 10  # rating passes run before the games waiting (priority 0)
 
 
@@ -67,10 +68,7 @@ def compatibility() -> str:
 
 def queue_name(compat: str | None = None) -> str:
     """The queue a version's jobs go to (a worker only reads its own version's)."""
-    return f"arena-games-{compat or compatibility()}"
-
-
-QUEUE_PREFIX = "arena-games-"
+    return f"{QUEUE_PREFIX}{compat or compatibility()}"
 
 
 def require_postgresql(url: str, what: str) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from arena.config import load_config
 from arena.store.store import Store
-from tests.arena.queue_support import FOLLOW_TIMEOUT_S, log_text, run_queued, workers
+from tests.arena.queue_support import FOLLOW_TIMEOUT_S, log_text, query, run_queued, workers
 from tests.arena.runs_support import TIME, Outcome, assert_complete, outcome_of, reference, tournament_file  # noqa: F401
 from tests.arena_support import (
     ROOT,
@@ -184,9 +184,4 @@ def test_a_local_run_or_serve_of_games_queued_for_workers_is_refused_in_one_line
 
 
 def _queued_jobs(url: str) -> int:
-    store = Store(url)
-    try:
-        with store.engine.connect() as conn:
-            return int(conn.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'")).scalar() or 0)
-    finally:
-        store.close()
+    return query(url, "SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'")[0][0]
