@@ -126,7 +126,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arena.rating", "arena.schedule"),
     ("arena.store",),
     ("arena.play",),
-    ("arena.cli",),
+    ("arena.cli", "arena.web"),
 )
 
 

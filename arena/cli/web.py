@@ -1,0 +1,34 @@
+"""`arena web`: the web app over a tournament's database (docs/web.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..config import load_config
+from ..errors import UsageError
+from ..web.settings import DEFAULT_LISTEN, WebSettings, parse_listen
+
+
+def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("web", help="the web app: leaderboards, bot pages, replays, live games (docs/web.md)")
+    p.add_argument("file", nargs="?", help="a tournament file (its database is served); or give --db")
+    p.add_argument("--db", metavar="URL", help="the database: sqlite:///path or postgresql://user@host/name")
+    p.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
+                   help=f"where to listen (default {DEFAULT_LISTEN}, this machine only)")
+    p.add_argument("--private", action="store_true", help="every page needs a user's token, not only submission")
+    p.set_defaults(func=cmd_web)
+
+
+def web_settings(args: argparse.Namespace) -> WebSettings:
+    """The command line as settings: exactly one of FILE and --db."""
+    if (args.file is None) == (args.db is None):
+        raise UsageError("arena web needs a tournament file or --db URL (one of them)")
+    db = args.db if args.db is not None else load_config(args.file, check_programs=False).database
+    host, port = parse_listen(args.listen)
+    return WebSettings(db=db, host=host, port=port, private=args.private)
+
+
+def cmd_web(args: argparse.Namespace) -> int:
+    from ..web.serve import serve  # uvicorn and starlette load only for this command
+
+    return serve(web_settings(args))

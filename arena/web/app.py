@@ -1,0 +1,61 @@
+"""The ASGI app of `arena web`: routes, the database it reads, and error pages in the app's
+style (a 404 or a 500 never shows a traceback; the error goes to the log)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount
+from starlette.staticfiles import StaticFiles
+
+from ..store.store import Store
+from .negotiate import JsonSuffix, page
+from .pages import tournaments
+from .settings import WebSettings
+
+log = logging.getLogger("arena.web")
+
+
+def routes() -> list[BaseRoute]:
+    """Every page's routes, one module per page (arena/web/pages/)."""
+    return [
+        *tournaments.ROUTES,
+        Mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"),
+    ]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return page(request, "error.html", {"status": exc.status_code, "error": exc.detail}, status=exc.status_code)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return page(request, "error.html", {"status": 500, "error": "the server could not answer this page; "
+                                         "the reason is in its log"}, status=500)
+
+
+def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
+    """The app over ``settings.db`` (or an open ``store``, which the caller then closes)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.store = store if store is not None else Store(settings.db, read_only=True)
+        try:
+            yield
+        finally:
+            if store is None:
+                app.state.store.close()
+
+    app = Starlette(routes=routes(), middleware=[Middleware(JsonSuffix)], lifespan=lifespan,
+                    exception_handlers={HTTPException: _http_error, Exception: _server_error})
+    app.state.settings = settings
+    return app

@@ -1,0 +1,37 @@
+"""Serving the app: uvicorn on the listen address, after checking it can be had (a taken or
+unknown address is one line and exit status 2, not a traceback)."""
+
+from __future__ import annotations
+
+import socket
+
+import uvicorn
+
+from ..errors import UsageError
+from ..store.store import Store
+from .app import create_app
+from .settings import WebSettings
+
+
+def check_listen(host: str, port: int) -> None:
+    """Bind once and let go: a taken port or an address not on this machine is refused up front."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def serve(settings: WebSettings) -> int:
+    """Run the web app until stopped (Ctrl-C or SIGTERM); the database is checked first."""
+    store = Store(settings.db, read_only=True)  # a missing or unreadable database fails here, as one line
+    check_listen(settings.host, settings.port)
+    try:
+        config = uvicorn.Config(create_app(settings, store), host=settings.host, port=settings.port,
+                                log_level="info", proxy_headers=True, server_header=False)
+        uvicorn.Server(config).run()
+    finally:
+        store.close()
+    return 0
