@@ -8,6 +8,7 @@ import random
 from collections.abc import Sequence
 
 from arena.play.executor import SeatBot
+from referee.match.game import Observer
 from referee.match.outcome import normal_result
 from referee.match.record import SeatRecord, referee_record
 from referee.match.report import GameReport
@@ -24,7 +25,7 @@ class FakeExecutor:
         self.fail_first = set(fail_first)
         self.played: list[int] = []  # game numbers, in the order their play started
 
-    async def play(self, setup: GameSetup, seats: Sequence[SeatBot]) -> GameReport:
+    async def play(self, setup: GameSetup, seats: Sequence[SeatBot], observe: Observer | None = None) -> GameReport:
         self.played.append(setup.game_number)
         if setup.game_number in self.fail_first:
             self.fail_first.discard(setup.game_number)

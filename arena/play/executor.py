@@ -18,7 +18,7 @@ from typing import Protocol
 from referee.bots.endpoint import BotEndpoint
 from referee.bots.launcher import Launcher
 from referee.bots.slot import BotSlot
-from referee.match.game import play_game
+from referee.match.game import Observer, play_game
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 from referee.sandbox import default_launcher
@@ -33,9 +33,10 @@ class SeatBot:
 
 
 class GameExecutor(Protocol):
-    """Plays one game and reports it; never raises for anything a bot does (that is a result)."""
+    """Plays one game and reports it; never raises for anything a bot does (that is a result).
+    ``observe``, if given, is told of every play (referee/match/game.py; the live games)."""
 
-    async def play(self, setup: GameSetup, seats: Sequence[SeatBot]) -> GameReport: ...
+    async def play(self, setup: GameSetup, seats: Sequence[SeatBot], observe: Observer | None = None) -> GameReport: ...
 
     async def close(self) -> None: ...
 
@@ -85,11 +86,11 @@ class InProcessExecutor:
             pool = self._pools[bot] = _BotPool(bot, self.logs_dir, Path(self._sockets.name), self.launcher)
         return pool
 
-    async def play(self, setup: GameSetup, seats: Sequence[SeatBot]) -> GameReport:
+    async def play(self, setup: GameSetup, seats: Sequence[SeatBot], observe: Observer | None = None) -> GameReport:
         pools = [self._pool(bot) for bot in seats]
         slots = [pool.acquire() for pool in pools]
         try:
-            return await play_game(setup, slots, setup.handshake(), turn_ids=self._turn_ids)
+            return await play_game(setup, slots, setup.handshake(), turn_ids=self._turn_ids, observe=observe)
         except BaseException:
             for slot in slots:  # interrupted mid-game: the stream may still owe an answer
                 slot.needs_restart = True

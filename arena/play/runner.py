@@ -28,6 +28,7 @@ from ..schedule.pairings import round_robin
 from ..store.store import BotSpec, GameTask, Scheduled, StorageError, Store, TournamentExistsError
 from .archives import ArchiveCache, bot_endpoint, store_config_archives
 from .executor import GameExecutor, SeatBot
+from .live import LiveWriter
 from .rate import apply_ratings
 
 log = logging.getLogger(__name__)
@@ -210,8 +211,10 @@ class TournamentRunner:
 
     def __init__(self, store: Store, tid: int, config: TournamentConfig, executor: GameExecutor,
                  concurrency: int | None = None, on_game: Callable[[GameDone], None] | None = None,
-                 archives: ArchiveCache | None = None) -> None:
+                 archives: ArchiveCache | None = None, live: bool = True) -> None:
         self.store = store
+        self.live = live  # write running games' plays to the live table (arena/play/live.py)
+        self._live: LiveWriter | None = None
         self.archives = archives or ArchiveCache()  # where bots with an archive run from on this machine
         self.tid = tid
         self.config = config
@@ -236,19 +239,27 @@ class TournamentRunner:
         return await asyncio.get_running_loop().run_in_executor(self._db_thread, functools.partial(fn, *args))
 
     async def _play(self, task: GameTask, bots: dict[int, SeatBot]) -> None:
+        live = self._live
         try:
-            report = await self.executor.play(self._setup(task), self._seats(task, bots))
+            observe = live.observer(task) if live is not None else None
+            report = await self.executor.play(self._setup(task), self._seats(task, bots), observe=observe)
         except asyncio.CancelledError:
             # on the loop: a cancelled task may not get to await the database thread
+            if live is not None:
+                live.forget(task)
             self.store.fail(task, "interrupted; to be replayed", retry=True)
             raise
         except Exception as exc:  # the referee's own failure, not a bot's: retry, then give up
             error = f"{type(exc).__name__}: {exc}"
             log.exception("game %d (attempt %d) could not be played", task.number, task.attempt)
+            if live is not None:
+                await live.done(task)
             await self._db(self.store.fail, task, error, task.attempt < MAX_ATTEMPTS)
             await self._rate()
             self.on_game(GameDone(task, None, error))
             return
+        if live is not None:
+            await live.done(task)  # no write of its row after the one that deletes it
         if not await self._db(self.store.finish, task, report.result, report.record):
             log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt)
             return
@@ -267,8 +278,13 @@ class TournamentRunner:
         """Play until no game is pending (or ``stopping`` is set and the running ones are done)."""
         self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-db")
         try:
-            await self._run()
+            if self.live:
+                async with LiveWriter(self.store) as self._live:
+                    await self._run()
+            else:
+                await self._run()
         finally:
+            self._live = None
             self._db_thread.shutdown(wait=True)  # its last call (a result, a rating) is written
             self._db_thread = None
 

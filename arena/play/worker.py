@@ -37,6 +37,7 @@ from ..errors import UsageError
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line
 from .archives import ArchiveCache
 from .executor import InProcessExecutor
+from .live import LiveWriter
 from .queue import (
     PLAY_TASK,
     QUEUE_PREFIX,
@@ -166,6 +167,7 @@ class QueueWorker:
         self.settings = settings
         self.name = settings.name or f"{socket.gethostname()}:{os.getpid()}"
         self.store: Store | None = None
+        self.live: LiveWriter | None = None  # while run() runs: the running games' plays, for the web
         self._logs_root = settings.logs_dir
         self._temp: tempfile.TemporaryDirectory[str] | None = None
         self._executors: dict[tuple[int, SandboxSettings], InProcessExecutor] = {}
@@ -220,9 +222,12 @@ class QueueWorker:
             # refused or missing archive is the referee's failure, retried and then recorded
             by_position = await asyncio.to_thread(seat_bots, store, job.tournament_id, False, self.archives)
             seats = [by_position[p] for p in task.seat_bots]
+            observe = self.live.observer(task) if self.live is not None else None
             async with asyncio.timeout(game_time_bound_s(job.setup)):
-                report = await self._executor(job).play(job.setup, seats)
+                report = await self._executor(job).play(job.setup, seats, observe=observe)
         except asyncio.CancelledError:
+            if self.live is not None:
+                self.live.forget(task)
             # the worker is stopping and the grace is over: the game goes back to pending, and
             # procrastinate puts this job back in the queue (GameRetry) to play it again
             await asyncio.shield(asyncio.to_thread(store.fail, task, "interrupted by a worker's shutdown; to be "
@@ -232,6 +237,8 @@ class QueueWorker:
             error = ("the game took longer than its time control allows (hung)" if isinstance(exc, TimeoutError)
                      else f"{type(exc).__name__}: {exc}")
             log.exception("game %d (attempt %d) could not be played", task.number, task.attempt)
+            if self.live is not None:
+                await self.live.done(task)
             final = task.attempt >= MAX_ATTEMPTS
             await asyncio.to_thread(store.fail, task, error, not final,
                                     (lambda conn: defer_rating(self._deferrer, conn, job.tournament_id)) if final
@@ -239,6 +246,8 @@ class QueueWorker:
             if final:
                 return f"game {task.number}: failed after {task.attempt} attempts: {error}"
             raise GameInfrastructureError(error) from exc
+        if self.live is not None:
+            await self.live.done(task)  # no write of its row after the one that deletes it
         stored = await asyncio.to_thread(store.finish, task, report.result, report.record,
                                          lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
         if not stored:
@@ -285,7 +294,7 @@ class QueueWorker:
             for name in ("procrastinate", "psycopg"):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
         try:
-            async with self.app.open_async():
+            async with self.app.open_async(), LiveWriter(self.store) as self.live:
                 await self._say_what_waits_elsewhere()
                 log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(), s.concurrency)
                 for each in (signal.SIGTERM, signal.SIGINT):
@@ -295,6 +304,7 @@ class QueueWorker:
             raise DatabaseLostError(f"worker {self.name} lost database {describe_url(s.database)}: "
                                     f"{first_line(exc)}; its games go back to the queue") from None
         finally:
+            self.live = None
             for each in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(each)
             for executor in self._executors.values():

@@ -131,3 +131,19 @@ class BotArchive(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     content: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LiveGame(Base):
+    """A game being played now, as far as it has got: written by whoever plays it (the runner of
+    `arena run`/`arena serve`, or a queue worker) at most every few hundred ms while plays happen,
+    deleted when it is stored or failed; a row is only live while its game is running with the
+    same attempt (a crashed player's rows are trimmed, and never shown). arena/play/live.py."""
+
+    __tablename__ = "live_games"
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)  # the game's attempt that wrote it
+    plays: Mapped[int] = mapped_column(Integer)  # plays made so far
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    record: Mapped[str] = mapped_column(Text)  # the referee's record so far (JSON text, "result": null)

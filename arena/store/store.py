@@ -18,6 +18,7 @@ import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -26,7 +27,7 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from google.protobuf import json_format
-from sqlalchemy import Connection, Engine, create_engine, event, func, select, text, update
+from sqlalchemy import Connection, Engine, create_engine, delete, event, exists, func, inspect, literal, select, text, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -38,7 +39,7 @@ from ..errors import ArenaError, one_line, quoted, shown
 from ..rating.ratings import Rating as TrueSkillRating
 from ..rating.ratings import default_rating
 from ..rating.results import GameOutcome
-from .models import Bot, BotArchive, Game, GameStatus, Rating, RatingHistory, Tournament, utcnow
+from .models import Bot, BotArchive, Game, GameStatus, LiveGame, Rating, RatingHistory, Tournament, utcnow
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 RATING_BATCH = 64  # games read at a time when rating
@@ -118,6 +119,32 @@ class GameRow:
     attempt: int
     result: dict[str, Any] | None
     error: str | None
+
+
+class LiveEntry(NamedTuple):
+    """A running game's record so far, to be written (Store.put_live): by the attempt playing it."""
+
+    game_id: int
+    attempt: int
+    plays: int
+    record: str  # JSON text
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRow:
+    """A game being played now (Store.live_games): where it is, who plays it, how far it has got."""
+
+    tournament_id: int
+    tournament: str
+    game_id: int
+    number: int
+    seat_bots: tuple[int, ...]
+    seat_names: tuple[str, ...]
+    attempt: int
+    plays: int
+    started_at: datetime | None
+    updated_at: datetime
+    worker: str | None
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -469,6 +496,7 @@ class Store:
         with self.session() as s, s.begin():
             result = s.execute(update(Game).where(Game.tournament_id == tid, Game.status == GameStatus.RUNNING.value)
                                .values(status=GameStatus.PENDING.value))
+            s.execute(delete(LiveGame).where(LiveGame.tournament_id == tid))  # none of its games runs now
             return result.rowcount or 0
 
     def claim(self, tid: int, limit: int, busy: Collection[int] = (), window: int = CLAIM_WINDOW) -> list[GameTask]:
@@ -540,6 +568,7 @@ class Store:
                 .values(status=GameStatus.DONE.value, result=payload, record=json.dumps(record), error=None,
                         finished_at=utcnow())
             )
+            conn.execute(_delete_live(task))
             if done.rowcount and then is not None:
                 then(conn)
             return bool(done.rowcount)
@@ -552,6 +581,7 @@ class Store:
             done = conn.execute(update(Game).where(Game.id == task.id, Game.status == GameStatus.RUNNING.value,
                                                    Game.attempt == task.attempt)
                                 .values(status=status.value, error=error, finished_at=None if retry else utcnow()))
+            conn.execute(_delete_live(task))
             if done.rowcount and then is not None:
                 then(conn)
             return bool(done.rowcount)
@@ -587,6 +617,80 @@ class Store:
             for number, record in s.execute(select(Game.number, Game.record).where(
                     Game.tournament_id == tid, Game.record.is_not(None)).order_by(Game.number)):
                 yield number, json.loads(record)
+
+    # --- live games (arena/play/live.py writes them, the web reads them) ----------------------
+
+    def put_live(self, entries: Sequence[LiveEntry]) -> int:
+        """Write running games' records so far in one transaction: each game's row is replaced (or
+        added) only while the game is still running with the entry's attempt, so a game stored or
+        failed meanwhile never gets a row back; how many were written."""
+        now = utcnow()
+        written = 0
+        with self.engine.begin() as conn:
+            for e in entries:
+                owned = ((Game.id == e.game_id) & (Game.status == GameStatus.RUNNING.value)
+                         & (Game.attempt == e.attempt))
+                changed = conn.execute(update(LiveGame).where(LiveGame.game_id == e.game_id,
+                                                              exists(select(Game.id).where(owned)))
+                                       .values(attempt=e.attempt, plays=e.plays, updated_at=now, record=e.record))
+                if not changed.rowcount:
+                    changed = conn.execute(LiveGame.__table__.insert().from_select(
+                        ["game_id", "tournament_id", "attempt", "plays", "updated_at", "record"],
+                        select(Game.id, Game.tournament_id, literal(e.attempt), literal(e.plays), literal(now, LiveGame.updated_at.type),
+                               literal(e.record, LiveGame.record.type)).where(owned)))
+                written += changed.rowcount or 0
+        return written
+
+    def trim_live(self) -> int:
+        """Delete the rows of games no longer running with the attempt that wrote them (a player
+        that crashed leaves its rows); how many."""
+        with self.engine.begin() as conn:
+            stale = conn.execute(delete(LiveGame).where(~_live_owned()))
+            return stale.rowcount or 0
+
+    def _live_readable(self) -> bool:
+        """Whether the database has the live table (a reader may open one of an older schema)."""
+        if getattr(self, "_has_live", None) is None:
+            self._has_live = inspect(self.engine).has_table(LiveGame.__tablename__)
+        return bool(self._has_live)
+
+    def live_games(self, tid: int | None = None) -> list[LiveRow]:
+        """The games being played now (of tournament ``tid``, or of all), by tournament and number:
+        only rows whose game still runs with the attempt that wrote them."""
+        if not self._live_readable():
+            return []
+        q = (select(LiveGame.tournament_id, Tournament.name, Game.id, Game.number, Game.seat_bots, LiveGame.attempt,
+                    LiveGame.plays, Game.started_at, LiveGame.updated_at, Game.worker)
+             .join(Game, Game.id == LiveGame.game_id).join(Tournament, Tournament.id == LiveGame.tournament_id)
+             .where(_live_owned()).order_by(Tournament.name, Game.number))
+        if tid is not None:
+            q = q.where(LiveGame.tournament_id == tid)
+        with self.session() as s:
+            rows = s.execute(q).all()
+            names: dict[tuple[int, int], str] = {}
+            if rows:
+                tids = {r[0] for r in rows}
+                names = {(t, p): n for t, p, n in s.execute(
+                    select(Bot.tournament_id, Bot.position, Bot.name).where(Bot.tournament_id.in_(tids)))}
+        return [LiveRow(t, name, gid, number, tuple(seats), tuple(names.get((t, p), f"bot {p}") for p in seats),
+                        attempt, plays, _utc(started), _utc(updated), worker)  # type: ignore[arg-type]
+                for t, name, gid, number, seats, attempt, plays, started, updated, worker in rows]
+
+    def live_record(self, game: int | tuple[int, int]) -> tuple[LiveRow, dict[str, Any]] | None:
+        """A running game's row and record so far, by game id or (tournament id, number); None when
+        the game is not being played now (or has made no report yet)."""
+        if not self._live_readable():
+            return None
+        where = (Game.id == game) if isinstance(game, int) else ((Game.tournament_id == game[0]) & (Game.number == game[1]))
+        with self.session() as s:
+            gid = s.scalar(select(Game.id).where(where))
+            if gid is None:
+                return None
+            record = s.scalar(select(LiveGame.record).where(LiveGame.game_id == gid, _live_owned()))
+        if record is None:
+            return None
+        row = next((r for r in self.live_games() if r.game_id == gid), None)
+        return (row, json.loads(record)) if row is not None else None
 
     # --- ratings ------------------------------------------------------------------------------
 
@@ -674,6 +778,22 @@ class RatingPass:
             self._s.add(RatingHistory(tournament_id=self._t.id, game_number=number, bot_id=bot.id,
                                       mu=rating.mu, sigma=rating.sigma))
         self._t.rated_through = number
+
+
+def _live_owned() -> Any:
+    """A live row whose game still runs with the attempt that wrote it."""
+    return exists(select(Game.id).where(Game.id == LiveGame.game_id, Game.status == GameStatus.RUNNING.value,
+                                        Game.attempt == LiveGame.attempt))
+
+
+def _delete_live(task: GameTask) -> Any:
+    """The row the attempt ``task`` wrote of its game, if any (not another attempt's)."""
+    return delete(LiveGame).where(LiveGame.game_id == task.id, LiveGame.attempt == task.attempt)
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; the arena writes UTC."""
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
 def _schedule(s: Session, t: Tournament, round_number: int, games: Iterable[Any]) -> int:

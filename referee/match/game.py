@@ -1,5 +1,11 @@
 """One game between started bots: deal, ask each seat for its move, check it against the engine,
-time it, and judge failures by the match's policy; the record is built in match/record.py."""
+time it, and judge failures by the match's policy; the record is built in match/record.py.
+
+Two optional ways to follow a game as it is played: ``emit`` gets the protocol's events (the
+Referee service streams them), ``observe`` a ``GameSoFar`` once the seats are ready and after every
+play, from which the record so far can be built (the arena's live games). Both are called on the
+loop that times the bots, so they must only note what they are given and return; an observer that
+raises is logged and not called again (the game goes on)."""
 
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from ..rules.observation import observation
 from ..wire.connection import StreamFailure, preview
 from ..wire.convert import move_from_pb, public_play_field, turn_request_bytes
 from .outcome import forfeit_result, normal_result
-from .record import SeatRecord, referee_record
+from .record import GameSoFar, SeatRecord, referee_record
 from .report import GameReport
 from .spec import FailurePolicy, GameSetup
 
@@ -31,6 +37,7 @@ F = game_pb2.FailureKind
 
 
 Emit = Callable[[referee_pb2.RunMatchResponse], None]
+Observer = Callable[[GameSoFar], None]  # a running game after each play (see the module docstring)
 
 
 def discard_event(event: referee_pb2.RunMatchResponse) -> None:
@@ -39,11 +46,11 @@ def discard_event(event: referee_pb2.RunMatchResponse) -> None:
 
 async def play_game(
     spec: GameSetup, seats: Sequence[BotSlot], handshake: bot_pb2.Handshake, emit: Emit | None = None,
-    turn_ids: Iterator[int] | None = None,
+    turn_ids: Iterator[int] | None = None, observe: Observer | None = None,
 ) -> GameReport:
     """Play one game between the bots of ``seats`` (one slot per seat; each is started or
     restarted as needed, with ``handshake``). ``turn_ids`` must be unique per stream across
-    games (a late answer must never match a later turn)."""
+    games (a late answer must never match a later turn). ``observe``: see the module docstring."""
     emit = emit or discard_event
     turn_ids = turn_ids if turn_ids is not None else itertools.count(1)
     options = spec.options
@@ -99,6 +106,24 @@ async def play_game(
             record_failure(seat, why, True, before_play=True)
             forfeiting.append(seat)
 
+    def seat_records() -> tuple[SeatRecord, ...]:
+        return tuple(SeatRecord(s, seat_bots[s], seats[s].name, seats[s].hello_name, seats[s].version,
+                                seats[s].endpoint.spec, seats[s].endpoint.archive) for s in range(n))
+
+    seen_seats = seat_records() if observe is not None else ()
+
+    def tell_observer() -> None:
+        nonlocal observe
+        if observe is None:
+            return
+        try:
+            observe(GameSoFar(game_id, match_id, number, seen_seats, control, spec.policy.value, spec.max_strikes,
+                              state, timings, cpu_timings, failures, len(timings), len(failures)))
+        except Exception:  # an observer's bug must not end the game
+            log.exception("game %s: the play observer failed; it is not called again", game_id)
+            observe = None
+
+    tell_observer()
     moved = [False] * n  # whether the seat has made a move of its own this game
     public_plays = b""  # this deal's plays, each encoded once (see convert.turn_request_bytes)
     while not forfeiting and not state.is_over:
@@ -158,6 +183,7 @@ async def play_game(
                 elapsed_us=int(elapsed * 1e6), substituted=substituted, cpu_us=cpu_us)))
         made = bot_pb2.PlayMade(game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
                                 substituted=substituted)
+        tell_observer()
         await _tell_listeners(seats, made, send_s)
 
     if forfeiting:
@@ -173,8 +199,7 @@ async def play_game(
     log.info("game %s: %s %s", game_id, result.reason, list(result.ranks))
     record = referee_record(
         game_id=game_id, match_id=match_id, game_number=number,
-        seats=[SeatRecord(s, seat_bots[s], seats[s].name, seats[s].hello_name, seats[s].version, seats[s].endpoint.spec,
-                          seats[s].endpoint.archive) for s in range(n)],
+        seats=seat_records(),
         time_control=control, policy=spec.policy.value, max_strikes=spec.max_strikes, state=state,
         timings_us=timings, cpu_us=cpu_timings, failures=failures, result=result,
     )

@@ -1,7 +1,8 @@
 """The referee's record of one game: the engine's record of the play (the decks and every move,
 ``referee.rules.game_record``) wrapped with who sat where, the clock, the failure policy, each
 play's response time and CPU time, every failure and the result (docs/protocol.md, section 8);
-and ``seat_move_times``, which reads the times back (from older records too)."""
+``GameSoFar``, a running game's record so far for observers (the same format, only shorter, with
+no result yet); and ``seat_move_times``, which reads the times back (from older records too)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,9 @@ def _seat_entry(s: SeatRecord) -> dict[str, Any]:
 def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequence[SeatRecord],
                    time_control: TimeControl, policy: str, max_strikes: int, state: GameState,
                    timings_us: list[list[int]], failures: Sequence[game_pb2.Failure],
-                   result: game_pb2.GameResult, cpu_us: Sequence[int | None] | None = None) -> dict[str, Any]:
-    """The JSON-serialisable record of a finished (or forfeited) game. ``cpu_us``: by play, as
+                   result: game_pb2.GameResult | None, cpu_us: Sequence[int | None] | None = None) -> dict[str, Any]:
+    """The JSON-serialisable record of a finished (or forfeited) game; with ``result`` None, of a
+    game still being played (its record so far: ``"result": null``). ``cpu_us``: by play, as
     ``timings_us``, the CPU time of each move (None where it was not measured; all None if not given)."""
     cpu = list(cpu_us) if cpu_us is not None else [None] * len(timings_us)
     if len(cpu) != len(timings_us):
@@ -70,8 +72,38 @@ def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequ
         "timings_us": timings_us,
         "cpu_us": cpu,
         "failures": [_as_dict(f) for f in failures],
-        "result": _as_dict(result),
+        "result": _as_dict(result) if result is not None else None,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class GameSoFar:
+    """A running game just after a play (or before the first), as a play observer sees it: cheap to
+    make (the referee makes one per play, so nothing is copied: the lists are the game's own, only
+    ever appended to, and read up to their length at this moment), and ``record()`` builds the
+    record so far, in a finished game's format, only when asked (by whoever writes it somewhere)."""
+
+    game_id: str
+    match_id: str
+    game_number: int
+    seats: tuple[SeatRecord, ...]
+    time_control: TimeControl
+    policy: str
+    max_strikes: int
+    state: GameState  # immutable: the position after the last play
+    timings_us: list[list[int]]
+    cpu_us: list[int | None]
+    failures: list[game_pb2.Failure]
+    plays: int  # plays made so far (the length of timings_us here)
+    failures_so_far: int
+
+    def record(self) -> dict[str, Any]:
+        """The game's record up to this play: ``referee_record`` of a game with no result yet."""
+        return referee_record(
+            game_id=self.game_id, match_id=self.match_id, game_number=self.game_number, seats=self.seats,
+            time_control=self.time_control, policy=self.policy, max_strikes=self.max_strikes, state=self.state,
+            timings_us=self.timings_us[:self.plays], cpu_us=self.cpu_us[:self.plays],
+            failures=self.failures[:self.failures_so_far], result=None)
 
 
 @dataclass(frozen=True, slots=True)

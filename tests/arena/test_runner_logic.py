@@ -55,11 +55,11 @@ def test_a_referee_failure_is_retried_and_the_game_stored_once(tmp_path: Path) -
 
 def test_a_game_that_keeps_failing_is_marked_failed_and_the_rest_go_on(tmp_path: Path) -> None:
     class AlwaysFails(FakeExecutor):
-        async def play(self, setup, seats):  # type: ignore[no-untyped-def]
+        async def play(self, setup, seats, observe=None):  # type: ignore[no-untyped-def]
             if setup.game_number == 5:
                 self.played.append(5)
                 raise RuntimeError("never")
-            return await super().play(setup, seats)
+            return await super().play(setup, seats, observe)
 
     executor = AlwaysFails()
     _, games = run(tmp_path / "fails", 2, executor)
