@@ -30,7 +30,7 @@ from google.protobuf import json_format
 from sqlalchemy import Connection, Engine, create_engine, delete, event, exists, func, inspect, literal, select, text, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session, aliased, sessionmaker
 from sqlalchemy.pool import NullPool
 
 from casino.v1 import game_pb2
@@ -692,6 +692,21 @@ class Store:
         row = next((r for r in self.live_games() if r.game_id == gid), None)
         return (row, json.loads(record)) if row is not None else None
 
+    def live_plays(self, tid: int, number: int) -> tuple[str, int | None] | None:
+        """Game ``number``'s status and, while it is being played, its plays so far (None before its
+        first report); None when there is no such game. One small read: what an event stream polls."""
+        owned = (LiveGame.game_id == Game.id) & (LiveGame.attempt == Game.attempt)
+        columns = [Game.status, LiveGame.plays] if self._live_readable() else [Game.status, literal(None)]
+        q = select(*columns).select_from(Game).where(Game.tournament_id == tid, Game.number == number)
+        if self._live_readable():
+            q = q.outerjoin(LiveGame, owned)
+        with self.session() as s:
+            row = s.execute(q).first()
+        if row is None:
+            return None
+        status, plays = row
+        return status, plays if status == GameStatus.RUNNING.value else None
+
     # --- ratings ------------------------------------------------------------------------------
 
     def outcomes(self, tid: int) -> list[GameOutcome]:
@@ -781,9 +796,11 @@ class RatingPass:
 
 
 def _live_owned() -> Any:
-    """A live row whose game still runs with the attempt that wrote it."""
-    return exists(select(Game.id).where(Game.id == LiveGame.game_id, Game.status == GameStatus.RUNNING.value,
-                                        Game.attempt == LiveGame.attempt))
+    """A live row whose game still runs with the attempt that wrote it (its own alias of games, so
+    it correlates only with live_games in a query that also joins games)."""
+    game = aliased(Game)
+    return exists(select(game.id).where(game.id == LiveGame.game_id, game.status == GameStatus.RUNNING.value,
+                                        game.attempt == LiveGame.attempt))
 
 
 def _delete_live(task: GameTask) -> Any:

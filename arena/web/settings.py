@@ -10,6 +10,9 @@ from ..errors import UsageError, quoted
 
 DEFAULT_LISTEN = "127.0.0.1:8000"  # loopback unless told otherwise: nothing is public by accident
 PAGE_SIZE = 50  # games per page of a game list
+EVENTS_POLL_S = 0.25  # how often a game's event stream reads its live row (the writers' own interval)
+EVENTS_MAX_S = 3600.0  # the longest one event stream stays open (a browser's EventSource then reconnects)
+EVENTS_HEARTBEAT_S = 15.0  # a comment this often when nothing changes, so proxies keep the stream open
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,9 @@ class WebSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     private: bool = False  # True: every page needs a user's token, not only submission
+    events_poll_s: float = EVENTS_POLL_S
+    events_max_s: float = EVENTS_MAX_S
+    events_heartbeat_s: float = EVENTS_HEARTBEAT_S
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -21,7 +21,8 @@ Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its 
                 failure line) and 200 kB of padding (RUDE_NAME, RUDE_VERSION)
   wrong-turn    answers with another turn id
   gate          waits until the file named by $SCRIPTED_BOT_GATE exists, then plays well (holds a
-                game open for as long as a test needs, within the move time)
+                game open for as long as a test needs, within the move time); "{turn}" in the name is
+                the turn's number, so a game can be held at several turns, one file each
   burn          busy-loops in a thread of its own until that thread has used MS ms of CPU (default
                 100), then plays well: CPU time, however long the machine takes to give it
   sleep         sleeps MS ms (wall clock) using no CPU, then plays well
@@ -104,7 +105,8 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                     if self.mode == "sleep":
                         await asyncio.sleep(self.ms / 1000)
                     if self.mode == "gate":
-                        while not os.path.exists(os.environ["SCRIPTED_BOT_GATE"]):
+                        gate = os.environ["SCRIPTED_BOT_GATE"].replace("{turn}", str(self.turns))
+                        while not os.path.exists(gate):
                             await asyncio.sleep(0.02)
                     if self.mode == "flood":
                         for _ in range(100):
