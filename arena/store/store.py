@@ -633,12 +633,15 @@ class Store:
                 changed = conn.execute(update(LiveGame).where(LiveGame.game_id == e.game_id,
                                                               exists(select(Game.id).where(owned)))
                                        .values(attempt=e.attempt, plays=e.plays, updated_at=now, record=e.record))
-                if not changed.rowcount:
-                    changed = conn.execute(LiveGame.__table__.insert().from_select(
-                        ["game_id", "tournament_id", "attempt", "plays", "updated_at", "record"],
-                        select(Game.id, Game.tournament_id, literal(e.attempt), literal(e.plays), literal(now, LiveGame.updated_at.type),
-                               literal(e.record, LiveGame.record.type)).where(owned)))
-                written += changed.rowcount or 0
+                if changed.rowcount:
+                    written += 1
+                    continue
+                added = conn.execute(LiveGame.__table__.insert().from_select(
+                    ["game_id", "tournament_id", "attempt", "plays", "updated_at", "record"],
+                    select(Game.id, Game.tournament_id, literal(e.attempt), literal(e.plays),
+                           literal(now, LiveGame.updated_at.type), literal(e.record, LiveGame.record.type)).where(owned),
+                ).returning(LiveGame.game_id)).all()  # (an INSERT ... SELECT's rowcount is not always known)
+                written += len(added)
         return written
 
     def trim_live(self) -> int:
