@@ -33,12 +33,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rich.console import Console  # noqa: E402
+from rich.console import Console
 
-from arena.cli import live as live_run  # noqa: E402
-from arena.config import load_config  # noqa: E402
-from arena.play import live, runner  # noqa: E402
-from bench.bench_arena import tournament_file  # noqa: E402
+from arena.cli import live as live_run
+from arena.config import load_config
+from arena.play import live, runner
+from bench.bench_arena import tournament_file
 
 PLAYS: dict[int, list[tuple[int, float]]] = {}  # game number -> (plays, time made)
 
