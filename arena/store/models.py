@@ -102,6 +102,7 @@ class GameSeat(Base):
     outcome: Mapped[str | None] = mapped_column(String(8), nullable=True)  # win, draw, loss; None: a failed game
     forfeited: Mapped[bool] = mapped_column(Boolean)  # this seat forfeited the game
     forfeit: Mapped[str | None] = mapped_column(String(16), nullable=True)  # its standings column (FORFEIT_KINDS)
+    failures: Mapped[int] = mapped_column(Integer)  # this seat's failures, forfeiting or answered by a random move
 
 
 class Rating(Base):

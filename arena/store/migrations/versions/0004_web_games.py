@@ -28,6 +28,7 @@ def upgrade() -> None:
     sa.Column('outcome', sa.String(length=8), nullable=True),
     sa.Column('forfeited', sa.Boolean(), nullable=False),
     sa.Column('forfeit', sa.String(length=16), nullable=True),
+    sa.Column('failures', sa.Integer(), nullable=False),
     sa.ForeignKeyConstraint(['tournament_id', 'game_number'], ['games.tournament_id', 'games.number'],
                             ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('tournament_id', 'game_number', 'seat')
