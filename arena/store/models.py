@@ -60,7 +60,9 @@ class Bot(Base):
 
 class Game(Base):
     __tablename__ = "games"
-    __table_args__ = (UniqueConstraint("tournament_id", "number"),)
+    __table_args__ = (UniqueConstraint("tournament_id", "number"),
+                      # the newest finished game (every page's freshness) without reading rows, whose records are long
+                      Index("ix_games_finished", "tournament_id", "finished_at"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), index=True)

@@ -20,6 +20,7 @@ class WebSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     private: bool = False  # True: every page needs a user's token, not only submission
+    page_size: int = PAGE_SIZE  # games per page of a game list
     logs: tuple[tuple[str, str], ...] = ()  # (tournament name, its bot logs' folder) where this machine has them
 
 

@@ -163,7 +163,8 @@ def bot_page(request: Request) -> Response:
     store = store_of(request)
     bots = {b.position: b for b in store.bots(t.id)}
     standings = cached(request, "standings", t, lambda: current_standings(store, t.id))
-    outcomes = cached(request, "outcomes", t, lambda: store.outcomes(t.id))
+    opponents = cached(request, f"opponents of {bot.name}", t,
+                       lambda: opponent_scores(store.outcomes(t.id), bot.name))
     row = next(r for r in standings.rows if r.name == bot.name)
     points, rated = history(request, bot)
     numbers, _, older = page_numbers(store, t.id, GameFilter(bot=bot.position), size=RECENT_GAMES)
@@ -178,7 +179,7 @@ def bot_page(request: Request) -> Response:
         "history": {"rated_games": rated, "shown": len(points),
                     "points": [{"game": n, "mu": mu, "sigma": sigma} for n, mu, sigma in points]},
         "chart": chart(points),
-        "opponents": [dict(o, url=bot_url(request, t.name, o["opponent"])) for o in opponent_scores(outcomes, bot.name)],
+        "opponents": [dict(o, url=bot_url(request, t.name, o["opponent"])) for o in opponents],
         "recent_games": game_rows(request, t, numbers, bots, for_bot=bot.position),
         "more_games": older,
         "failures": failures(request, t, bot),

@@ -144,7 +144,8 @@ def game_list(request: Request) -> Response:
         raise HTTPException(400, "a result filter needs a bot: the result is that bot's")
     before, after = _int_param(request, "before"), _int_param(request, "after")
     f = GameFilter(by_name[bot_name].position if bot_name else None, result, params.get("forfeits") in ("1", "on", "true"))
-    numbers, newer, older = page_numbers(store, t.id, f, before, after)
+    size = request.app.state.settings.page_size
+    numbers, newer, older = page_numbers(store, t.id, f, before, after, size)
     kept = {k: v for k, v in {"bot": bot_name, "result": result, "forfeits": "1" if f.forfeits else None}.items() if v}
     here = path_for(request, "games", tournament=t.name)
     data = {
@@ -156,7 +157,7 @@ def game_list(request: Request) -> Response:
         "games": game_rows(request, t, numbers, bots, for_bot=f.bot),
         "newer_url": f"{here}?{urlencode(kept | {'after': numbers[0]})}" if newer and numbers else None,
         "older_url": f"{here}?{urlencode(kept | {'before': numbers[-1]})}" if older and numbers else None,
-        "page_size": PAGE_SIZE,
+        "page_size": size,
     }
     return page(request, "games.html", data, data_as_of=last_finished(request, t.id))
 

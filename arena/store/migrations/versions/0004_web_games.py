@@ -1,5 +1,5 @@
 """web game lists: game_seats (a finished game's bot, result and forfeit per seat, indexed) filled
-for the games already stored; an index on one bot's rating history
+for the games already stored; indexes on one bot's rating history and on when games finished
 
 Revision ID: 0004_web_games
 Revises: 0003
@@ -38,6 +38,7 @@ def upgrade() -> None:
                     ['tournament_id', 'bot_position', 'outcome', 'game_number'])
     op.create_index('ix_game_seats_forfeited', 'game_seats', ['tournament_id', 'forfeited', 'game_number'])
     op.create_index('ix_rating_history_bot', 'rating_history', ['bot_id', 'game_number'])
+    op.create_index('ix_games_finished', 'games', ['tournament_id', 'finished_at'])
     fill_game_seats(op.get_bind())
 
 
