@@ -24,11 +24,12 @@ from ..bot_archive import ArchiveError, check_archive, command_problem, read_arc
 from ..config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from ..errors import ArenaError, UsageError, one_line, quoted, shown
 from ..play.runner import current_standings, open_tournament
+from ..rating.failures import failure_place, kind_name
 from ..rating.standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
 from ..store.store import NoDatabaseError, StorageError, Store
 from .compare import add_compare_parser, add_gauntlet_parser
 from .console import PROG, make_console
-from .describe import failure_place, games_csv, kind_name, seat_times_line
+from .describe import games_csv, seat_times_line
 from .live import run_tournament, warn_if_oversubscribed
 from .web import add_web_parser
 

@@ -6,6 +6,7 @@ import argparse
 
 from ..config import load_config
 from ..errors import UsageError
+from ..play.runner import logs_dir_for
 from ..web.settings import DEFAULT_LISTEN, WebSettings, parse_listen
 
 
@@ -23,9 +24,12 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
     """The command line as settings: exactly one of FILE and --db."""
     if (args.file is None) == (args.db is None):
         raise UsageError("arena web needs a tournament file or --db URL (one of them)")
-    db = args.db if args.db is not None else load_config(args.file, check_programs=False).database
+    config = load_config(args.file, check_programs=False) if args.file is not None else None
+    db = config.database if config is not None else args.db
+    # a tournament file says where its bot logs are (beside it); a database alone does not
+    logs = ((config.name, str(logs_dir_for(config))),) if config is not None else ()
     host, port = parse_listen(args.listen)
-    return WebSettings(db=db, host=host, port=port, private=args.private)
+    return WebSettings(db=db, host=host, port=port, private=args.private, logs=logs)
 
 
 def cmd_web(args: argparse.Namespace) -> int:

@@ -469,3 +469,19 @@ def expected_units(unit: str, bounds: SprtBounds, true_effect: float, variance: 
     return {"unit": unit, "true_effect": true_effect, "variance": variance, "p_h1": p_h1, "p_h0": 1.0 - p_h1,
             "llr_drift": drift, "llr_variance": llr_variance, "pairs": pairs, "units": per_unit * pairs,
             "games": 2.0 * pairs}
+
+
+def score_interval(scores: Iterable[float], confidence: float = 0.95) -> dict:
+    """A mean per-game score (1 a win, 0.5 a draw, 0 a loss) with its Wilson score interval:
+    ``{"games", "score", "ci": [low, high]}``. Wilson's, not the Student-t interval of the mean
+    (``_mean_interval``), because that one shrinks to nothing when every game went the same way
+    (2 wins of 2 would read "1.000 to 1.000"); Wilson's stays inside 0..1 and honest at 0 and n."""
+    values = [float(v) for v in scores]
+    n = len(values)
+    if n == 0:
+        return {"games": 0, "score": None, "ci": [None, None]}
+    p = math.fsum(values) / n
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return {"games": n, "score": p, "ci": [max(0.0, centre - half), min(1.0, centre + half)]}

@@ -7,8 +7,8 @@ import enum
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import (JSON, BigInteger, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text,
-                        UniqueConstraint)
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, ForeignKeyConstraint, Index, Integer,
+                        LargeBinary, String, Text, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -60,7 +60,9 @@ class Bot(Base):
 
 class Game(Base):
     __tablename__ = "games"
-    __table_args__ = (UniqueConstraint("tournament_id", "number"),)
+    __table_args__ = (UniqueConstraint("tournament_id", "number"),
+                      # the newest finished game (every page's freshness) without reading rows, whose records are long
+                      Index("ix_games_finished", "tournament_id", "finished_at"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), index=True)
@@ -80,6 +82,31 @@ class Game(Base):
     worker: Mapped[str | None] = mapped_column(String(255), nullable=True)  # host:pid of who played it last
 
 
+class GameSeat(Base):
+    """One seat of a finished game: which bot sat there and how it came out, as indexed columns, so
+    a game list filtered by bot, result or forfeit reads an index instead of every game's JSON.
+    Written with the game's result (Store.finish, Store.fail) and, for older databases, by the
+    migration that added it (arena/store/game_seats.py)."""
+
+    __tablename__ = "game_seats"
+    __table_args__ = (
+        ForeignKeyConstraint(["tournament_id", "game_number"], ["games.tournament_id", "games.number"],
+                             ondelete="CASCADE"),
+        Index("ix_game_seats_bot", "tournament_id", "bot_position", "game_number"),
+        Index("ix_game_seats_bot_outcome", "tournament_id", "bot_position", "outcome", "game_number"),
+        Index("ix_game_seats_forfeited", "tournament_id", "forfeited", "game_number"),
+    )
+
+    tournament_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    game_number: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seat: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bot_position: Mapped[int] = mapped_column(Integer)
+    outcome: Mapped[str | None] = mapped_column(String(8), nullable=True)  # win, draw, loss; None: a failed game
+    forfeited: Mapped[bool] = mapped_column(Boolean)  # this seat forfeited the game
+    forfeit: Mapped[str | None] = mapped_column(String(16), nullable=True)  # its standings column (FORFEIT_KINDS)
+    failures: Mapped[int] = mapped_column(Integer)  # this seat's failures, forfeiting or answered by a random move
+
+
 class Rating(Base):
     """A bot's current TrueSkill rating: the result of every game up to ``Tournament.rated_through``."""
 
@@ -95,7 +122,8 @@ class RatingHistory(Base):
     """A bot's rating after each of its games."""
 
     __tablename__ = "rating_history"
-    __table_args__ = (UniqueConstraint("tournament_id", "game_number", "bot_id"),)
+    __table_args__ = (UniqueConstraint("tournament_id", "game_number", "bot_id"),
+                      Index("ix_rating_history_bot", "bot_id", "game_number"))  # one bot's history (its web page)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), index=True)

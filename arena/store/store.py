@@ -30,7 +30,7 @@ from google.protobuf import json_format
 from sqlalchemy import Connection, Engine, create_engine, delete, event, exists, func, inspect, literal, select, text, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
-from sqlalchemy.orm import Session, aliased, sessionmaker
+from sqlalchemy.orm import Session, aliased, defer, sessionmaker
 from sqlalchemy.pool import NullPool
 
 from casino.v1 import game_pb2
@@ -39,6 +39,7 @@ from ..errors import ArenaError, one_line, quoted, shown
 from ..rating.ratings import Rating as TrueSkillRating
 from ..rating.ratings import default_rating
 from ..rating.results import GameOutcome
+from .game_seats import sides_of, write_seats
 from .models import Bot, BotArchive, Game, GameStatus, LiveGame, Rating, RatingHistory, Tournament, utcnow
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -569,9 +570,16 @@ class Store:
                         finished_at=utcnow())
             )
             conn.execute(_delete_live(task))
-            if done.rowcount and then is not None:
-                then(conn)
+            if done.rowcount:
+                write_seats(conn, self._tournament_of(conn, task), task.number, task.seat_bots, payload)
+                if then is not None:
+                    then(conn)
             return bool(done.rowcount)
+
+    @staticmethod
+    def _tournament_of(conn: Connection, task: GameTask) -> int:
+        tid: int = conn.scalar(select(Game.tournament_id).where(Game.id == task.id))
+        return tid
 
     def fail(self, task: GameTask, error: str, retry: bool, then: Callable[[Connection], None] | None = None) -> bool:
         """The referee could not play the game: back to pending to retry, or failed for good;
@@ -582,6 +590,8 @@ class Store:
                                                    Game.attempt == task.attempt)
                                 .values(status=status.value, error=error, finished_at=None if retry else utcnow()))
             conn.execute(_delete_live(task))
+            if done.rowcount and not retry:  # failed for good: its seats are listed, with no outcome
+                write_seats(conn, self._tournament_of(conn, task), task.number, task.seat_bots, None)
             if done.rowcount and then is not None:
                 then(conn)
             return bool(done.rowcount)
@@ -596,7 +606,8 @@ class Store:
 
     def games(self, tid: int, bot_position: int | None = None, statuses: Sequence[str] = ()) -> list[GameRow]:
         with self.session() as s:
-            q = select(Game).where(Game.tournament_id == tid).order_by(Game.number)
+            # not the records: a row needs its result only, and records are most of a game's bytes
+            q = select(Game).options(defer(Game.record)).where(Game.tournament_id == tid).order_by(Game.number)
             if statuses:
                 q = q.where(Game.status.in_(statuses))
             rows = [_game_row(g) for g in s.scalars(q)]
@@ -829,11 +840,6 @@ def _schedule(s: Session, t: Tournament, round_number: int, games: Iterable[Any]
 def _game_row(g: Game) -> GameRow:
     return GameRow(g.id, g.number, g.round, g.set_number, g.deck_seed, tuple(g.seat_bots), g.status, g.attempt,
                    g.result, g.error)
-
-
-def sides_of(players: int) -> tuple[int, ...]:
-    """The side each seat scores for in the arena's games (4 players: partnerships)."""
-    return tuple(seat % 2 for seat in range(4)) if players == 4 else tuple(range(players))
 
 
 def _outcome(g: GameRow, names: dict[int, str], players: int) -> GameOutcome:

@@ -26,6 +26,8 @@ class WebSettings:
     events_poll_s: float = EVENTS_POLL_S
     events_max_s: float = EVENTS_MAX_S
     events_heartbeat_s: float = EVENTS_HEARTBEAT_S
+    page_size: int = PAGE_SIZE  # games per page of a game list
+    logs: tuple[tuple[str, str], ...] = ()  # (tournament name, its bot logs' folder) where this machine has them
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import quote
 
 from sqlalchemy import func, select
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.routing import NoMatchFound
 
-from ...store.models import Game, Tournament
+from ...store.models import Bot, Game, Tournament
 from ...store.store import Store
+
+T = TypeVar("T")
 
 
 def store_of(request: Request) -> Store:
@@ -41,3 +47,45 @@ def last_finished(request: Request, tid: int | None = None) -> datetime | None:
         query = query.where(Game.tournament_id == tid)
     with store_of(request).session() as s:
         return aware(s.scalar(query))
+
+
+def url_or_path(request: Request, name: str, path: str, **params: Any) -> str:
+    """The URL of route ``name``, or ``path`` when this app has no such route (a page another part
+    of the app serves, such as the replay viewer)."""
+    try:
+        return path_for(request, name, **params)
+    except NoMatchFound:
+        return path
+
+
+def freshness_key(request: Request, t: Tournament) -> tuple[Any, ...]:
+    """What a tournament's standings depend on: its bots, its finished games and how far it is
+    rated. Cached figures are reused while this is unchanged (one indexed query)."""
+    with store_of(request).session() as s:
+        finished, newest = s.execute(select(func.count(), func.max(Game.finished_at))
+                                     .where(Game.tournament_id == t.id, Game.finished_at.is_not(None))).one()
+        bots = s.scalar(select(func.count()).select_from(Bot).where(Bot.tournament_id == t.id))
+    return t.rated_through, finished, newest, bots
+
+
+def cached(request: Request, what: str, t: Tournament, compute: Callable[[], T]) -> T:
+    """``compute()`` for tournament ``t``, kept in the app while ``freshness_key`` is unchanged:
+    standings read every finished game, which need not happen on every page view."""
+    store: dict[tuple[str, int], tuple[tuple[Any, ...], Any]] | None = getattr(request.app.state, "page_cache", None)
+    if store is None:
+        store = request.app.state.page_cache = {}
+    key = freshness_key(request, t)
+    hit = store.get((what, t.id))
+    if hit is not None and hit[0] == key:
+        value: T = hit[1]
+        return value
+    value = compute()
+    store[(what, t.id)] = (key, value)
+    return value
+
+
+def path_for(request: Request, name: str, **params: Any) -> str:
+    """The path of route ``name`` with ``params`` percent-encoded: a bot-chosen name with a ``/``,
+    a space or a ``<`` stays one path segment (url_for puts values in as they are)."""
+    quoted = {key: quote(str(value), safe="") if isinstance(value, str) else value for key, value in params.items()}
+    return str(request.url_for(name, **quoted).path)

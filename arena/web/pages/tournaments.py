@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from ...store.models import Bot, Game, Tournament
 from ..negotiate import page
-from .common import aware, last_finished, store_of
+from .common import aware, last_finished, path_for, store_of
 
 
 def tournament_rows(request: Request) -> list[dict[str, Any]]:
@@ -28,7 +28,8 @@ def tournament_rows(request: Request) -> list[dict[str, Any]]:
         rows = []
         for t in s.scalars(select(Tournament).order_by(Tournament.name)):
             last_at = aware(last.get(t.id))
-            rows.append({"name": t.name, "bots": bots.get(t.id, 0), "rounds": t.rounds,
+            rows.append({"name": t.name, "url": path_for(request, "leaderboard", tournament=t.name),
+                         "bots": bots.get(t.id, 0), "rounds": t.rounds,
                          "games": counts.get(t.id, {}),
                          "last_game_at": last_at.isoformat(timespec="seconds") if last_at else None})
         return rows

@@ -1,7 +1,7 @@
 """live games: each running game's plays so far, for the web's live pages
 
-Revision ID: 0004_live_games
-Revises: 0003
+Revision ID: 0005_live_games
+Revises: 0004_web_games
 Create Date: 2026-12-10
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0004_live_games'
-down_revision = '0003'
+revision = '0005_live_games'
+down_revision = '0004_web_games'
 branch_labels = None
 depends_on = None
 

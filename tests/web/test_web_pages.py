@@ -1,0 +1,255 @@
+"""The leaderboard, a bot's page and the game list, in HTML and JSON: over the real played
+tournament (figures checked against what the Store and current_standings say), over a small
+database with forfeits and a hostile bot name (made through the Store), and the migration that
+adds game_seats to a database stored before it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from alembic.script import ScriptDirectory
+from starlette.testclient import TestClient
+
+import arena.store
+from arena.play.runner import current_standings
+from arena.rating.standings import seat_result
+from arena.store.store import Store
+from casino.v1 import game_pb2
+from tests.web.web_support import TOURNAMENT, client_for, db_path, read_store
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+@pytest.fixture(scope="module")
+def truth(played_db: str) -> Iterator[dict[str, Any]]:
+    """What the Store says of the played tournament, to check the pages against."""
+    store = read_store(played_db)
+    try:
+        tid = store.tournament_id(TOURNAMENT)
+        assert tid is not None
+        yield {"standings": current_standings(store, tid), "games": store.games(tid),
+               "bots": {b.position: b.name for b in store.bots(tid)}, "history": store.rating_history(tid),
+               "outcomes": store.outcomes(tid)}
+    finally:
+        store.close()
+
+
+def test_the_leaderboard_shows_the_stored_standings(web: TestClient, truth: dict[str, Any]) -> None:
+    answer = web.get(f"/t/{TOURNAMENT}.json").json()
+    expected = truth["standings"].rows
+    assert [r["name"] for r in answer["standings"]] == [r.name for r in expected]
+    for shown, row in zip(answer["standings"], expected):
+        assert (shown["rank"], shown["games"], shown["wins"], shown["draws"], shown["losses"]) == (
+            row.rank, row.games, row.wins, row.draws, row.losses)
+        assert shown["conservative"] == pytest.approx(row.mu - 3 * row.sigma)
+        assert (shown["mu"], shown["sigma"], shown["points_per_game"]) == (row.mu, row.sigma, row.points_per_game)
+        assert shown["forfeits"] == row.forfeits
+        position = next(p for p, n in truth["bots"].items() if n == row.name)
+        last = max(g.number for g in truth["games"] if position in g.seat_bots)
+        assert shown["last_game"]["number"] == last
+    h2h = truth["standings"].head_to_head
+    for line in answer["head_to_head"]:
+        for cell in line["against"]:
+            if cell is not None:
+                assert (cell["score"], cell["games"]) == (h2h.score[line["bot"], cell["opponent"]],
+                                                           h2h.games[line["bot"], cell["opponent"]])
+    assert answer["tournaments"] == [{"name": TOURNAMENT, "url": f"/t/{TOURNAMENT}"}]
+    html = web.get(f"/t/{TOURNAMENT}")
+    assert html.status_code == 200
+    for row in expected:
+        assert f'href="/t/{TOURNAMENT}/bots/{row.name}"' in html.text
+    assert 'id="head-to-head"' in html.text and "<select" in html.text
+    assert f'href="/t/{TOURNAMENT}"' in web.get("/").text  # the front page links to it
+
+
+@pytest.mark.parametrize("sort, key, reverse", [
+    ("mu", "mu", True), ("-mu", "mu", False), ("bot", "name", False), ("-bot", "name", True),
+    ("sigma", "sigma", False), ("points_per_game", "points_per_game", True),
+])
+def test_the_leaderboard_sorts_by_a_column(web: TestClient, sort: str, key: str, reverse: bool) -> None:
+    rows = web.get(f"/t/{TOURNAMENT}.json", params={"sort": sort}).json()["standings"]
+    values = [r[key] for r in rows]
+    assert values == sorted(values, reverse=reverse) and len(set(values)) > 1
+    html = web.get(f"/t/{TOURNAMENT}", params={"sort": sort}).text
+    assert [m for m in re.findall(r'<tr data-bot="([^"]+)"', html)] == [r["name"] for r in rows]
+
+
+def test_unknown_tournament_bot_or_sort_is_refused_in_the_apps_style(web: TestClient) -> None:
+    for path in ("/t/nope", "/t/nope/games", f"/t/{TOURNAMENT}/bots/nobody", f"/t/{TOURNAMENT}/games?bot=nobody"):
+        html = web.get(path)
+        assert html.status_code == 404 and "Royal Casino Arena" in html.text and "Traceback" not in html.text, path
+        assert web.get(path, headers={"accept": "application/json"}).json()["status"] == 404
+    for path in (f"/t/{TOURNAMENT}?sort=wat", f"/t/{TOURNAMENT}/games?before=x",
+                 f"/t/{TOURNAMENT}/games?result=win", f"/t/{TOURNAMENT}/games?bot=greedy&result=maybe"):
+        assert web.get(path).status_code == 400, path
+
+
+def test_a_bots_page_shows_its_history_opponents_and_games(web: TestClient, truth: dict[str, Any]) -> None:
+    name = "greedy"
+    answer = web.get(f"/t/{TOURNAMENT}/bots/{name}.json").json()
+    history = [(n, mu, sigma) for n, bot, mu, sigma in truth["history"] if bot == name]
+    assert [(p["game"], p["mu"], p["sigma"]) for p in answer["history"]["points"]] == history
+    row = next(r for r in truth["standings"].rows if r.name == name)
+    assert (answer["standing"]["wins"], answer["standing"]["games"], answer["standing"]["mu"]) == (
+        row.wins, row.games, row.mu)
+    h2h = truth["standings"].head_to_head
+    for o in answer["opponents"]:
+        assert o["games"] == h2h.games[name, o["opponent"]]
+        assert o["score"] * o["games"] == pytest.approx(h2h.score[name, o["opponent"]])
+        assert 0 <= o["ci"][0] <= o["score"] <= o["ci"][1] <= 1
+    position = next(p for p, n in truth["bots"].items() if n == name)
+    played = sorted((g.number for g in truth["games"] if position in g.seat_bots), reverse=True)
+    assert [g["number"] for g in answer["recent_games"]] == played
+    results = {o.number: seat_result(o, o.seat_bots.index(name)) for o in truth["outcomes"] if name in o.seat_bots}
+    assert {g["number"]: g["bot_result"] for g in answer["recent_games"]} == results
+    assert answer["failures"] == [] and answer["logs"]["readable"] is False  # served from --db: no log folder
+    html = web.get(f"/t/{TOURNAMENT}/bots/{name}").text
+    points = re.findall(r'<circle class="rating-point" data-game="(\d+)"', html)
+    assert [int(n) for n in points] == [n for n, _, _ in history]
+    assert "<svg" in html and 'class="band"' in html and "not readable here" in html
+
+
+def test_a_bots_page_shows_the_end_of_its_logs_when_served_from_its_file(played_db: str) -> None:
+    logs = db_path(played_db).parent / "runs-logs"
+    for client in client_for(played_db, logs=((TOURNAMENT, str(logs)),)):
+        answer = client.get(f"/t/{TOURNAMENT}/bots/greedy.json").json()["logs"]
+        assert answer["readable"] and answer["files"]
+        (first, *_) = answer["files"]
+        assert first["name"].startswith("greedy-") and first["excerpt"]
+        assert first["excerpt"] in (logs / first["name"]).read_text(errors="replace")
+        assert len(first["excerpt"].encode()) <= 4096
+
+
+def test_the_game_list_pages_through_every_game_once(played_db: str, truth: dict[str, Any]) -> None:
+    for client in client_for(played_db, page_size=5):
+        seen, url, pages = [], f"/t/{TOURNAMENT}/games.json", []
+        while url:
+            answer = client.get(url).json()
+            pages.append(answer)
+            seen += [g["number"] for g in answer["games"]]
+            url = answer["older_url"] and answer["older_url"].replace("/games?", "/games.json?")
+        assert seen == sorted((g.number for g in truth["games"]), reverse=True) and len(pages) == 3
+        assert pages[0]["newer_url"] is None and pages[1]["newer_url"] and pages[-1]["older_url"] is None
+        back = client.get(pages[-1]["newer_url"].replace("/games?", "/games.json?")).json()
+        assert [g["number"] for g in back["games"]] == [g["number"] for g in pages[1]["games"]]
+        html = client.get(f"/t/{TOURNAMENT}/games").text
+        assert 'rel="next"' in html and 'rel="prev"' not in html
+        first = truth["games"][-1]
+        row = pages[0]["games"][0]
+        assert row["number"] == first.number and row["scores"] == first.result["scores"]
+        assert [s["bot"] for s in row["seats"]] == [truth["bots"][p] for p in first.seat_bots]
+
+
+def test_the_game_list_filters_by_bot_and_result(web: TestClient, truth: dict[str, Any]) -> None:
+    name = truth["outcomes"][0].seat_bots[0]
+    wins = sorted((o.number for o in truth["outcomes"] if name in o.seat_bots
+                   and seat_result(o, o.seat_bots.index(name)) == "win"), reverse=True)
+    answer = web.get(f"/t/{TOURNAMENT}/games.json", params={"bot": name, "result": "win"}).json()
+    assert [g["number"] for g in answer["games"]] == wins and wins
+    assert all(g["bot_result"] == "win" for g in answer["games"])
+    assert web.get(f"/t/{TOURNAMENT}/games.json", params={"forfeits": "1"}).json()["games"] == []
+
+
+# --- a small database with forfeits and a hostile name, through the Store ----------------------
+
+
+def _result(number: int, scores: list[int], ranks: list[int], winner: int,
+            failures: list[game_pb2.Failure]) -> game_pb2.GameResult:
+    return game_pb2.GameResult(game_id=f"f-g{number}", reason="forfeit" if failures else "target_reached",
+                               winner_side=winner, scores=scores, ranks=ranks, failures=failures, deals=1)
+
+
+@pytest.fixture(scope="module")
+def forfeits_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Three games between "steady" and a bot with a hostile name: it forfeits game 2 by a crash
+    and has a move replaced in game 3 (a failure that is not a forfeit)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('forfeits') / 'f.db'}"
+    store = Store(url)
+    try:
+        tid = store.create_tournament("f", "0" * 64, {"players": 2}, [("steady", "x", None, {}),
+                                                                      (HOSTILE, "x", None, {})])
+        games = [type("G", (), {"number": n, "set_number": n, "deck_seed": n, "seat_bots": seats})()
+                 for n, seats in ((1, (0, 1)), (2, (1, 0)), (3, (0, 1)))]
+        store.add_games(tid, 1, games)
+        crash = game_pb2.Failure(seat=0, kind=game_pb2.FAILURE_KIND_CRASH, deal=0, play_number=7,
+                                 reason=f"exited {HOSTILE}", forfeit=True)
+        slow = game_pb2.Failure(seat=1, kind=game_pb2.FAILURE_KIND_TIMEOUT, deal=1, play_number=3,
+                                reason="no answer in time", forfeit=False)
+        results = {1: _result(1, [21, 5], [1, 2], 0, []), 2: _result(2, [0, 4], [2, 1], 1, [crash]),
+                   3: _result(3, [9, 21], [2, 1], 1, [slow])}
+        for task in store.claim(tid, 3):
+            assert store.finish(task, results[task.number], {"format": "test"})
+    finally:
+        store.close()
+    return url
+
+
+def test_forfeits_only_and_a_bots_failures(forfeits_db: str) -> None:
+    for client in client_for(forfeits_db):
+        only = client.get("/t/f/games.json", params={"forfeits": "1"}).json()["games"]
+        assert [g["number"] for g in only] == [2]
+        (forfeit,) = only[0]["forfeits"]
+        assert (forfeit["bot"], forfeit["kind"], forfeit["where"]) == (HOSTILE, "crash", "deal 1 play 7")
+        mine = client.get("/t/f/games.json", params={"bot": HOSTILE, "forfeits": "1"}).json()["games"]
+        assert [g["number"] for g in mine] == [2]
+        assert client.get("/t/f/games.json", params={"bot": "steady", "forfeits": "1"}).json()["games"] == []
+        losses = client.get("/t/f/games.json", params={"bot": HOSTILE, "result": "loss"}).json()["games"]
+        assert [g["number"] for g in losses] == [2, 1]
+        failures = client.get(f"/t/f/bots/{HOSTILE}.json").json()["failures"]
+        assert [(f["game"], f["kind"], f["forfeit"], f["where"]) for f in failures] == [
+            (3, "timeout", False, "at deal 2 play 3"), (2, "crash", True, "at deal 1 play 7")]
+        board = client.get("/t/f.json").json()["standings"]
+        assert next(r for r in board if r["name"] == HOSTILE)["forfeits"]["crash"] == 1
+
+
+def test_a_hostile_bot_name_is_escaped_on_every_page(forfeits_db: str) -> None:
+    for client in client_for(forfeits_db):
+        bot_path = client.get("/t/f.json").json()["standings"]
+        url = next(r["url"] for r in bot_path if r["name"] == HOSTILE)
+        assert "<" not in url and "/" not in url.removeprefix("/t/f/bots/")
+        for path in ("/", "/t/f", "/t/f/games", "/t/f/games?forfeits=1", url, "/t/f/bots/steady"):
+            html = client.get(path)
+            assert html.status_code == 200, path
+            assert HOSTILE not in html.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in html.text or path == "/", path
+            assert "<script>alert" not in html.text, path
+
+
+# --- the migration ------------------------------------------------------------------------------
+
+
+LATER_TABLES = ("live_games", "submissions", "users")
+HEAD_REVISION = ScriptDirectory(str(Path(arena.store.__file__).parent / "migrations")).get_current_head()
+
+
+def test_the_migration_fills_game_seats_for_games_stored_before_it(played_db: str, tmp_path: Path) -> None:
+    """A copy of the played database taken back to revision 0003 (no game_seats) gets, on upgrade,
+    exactly the rows Store.finish wrote while the games were played."""
+    copy = tmp_path / "old.db"
+    shutil.copy(db_path(played_db), copy)
+    with sqlite3.connect(copy) as conn:
+        written = sorted(conn.execute("SELECT * FROM game_seats"))
+        conn.execute("DROP TABLE game_seats")
+        conn.execute("DROP INDEX ix_rating_history_bot")
+        conn.execute("DROP INDEX ix_games_finished")
+        for later in LATER_TABLES:  # the tables of the revisions after 0004_web_games
+            conn.execute(f"DROP TABLE IF EXISTS {later}")
+        conn.execute("UPDATE alembic_version SET version_num = '0003'")
+    assert len(written) == 24
+    Store(f"sqlite:///{copy}").close()
+    with sqlite3.connect(copy) as conn:
+        assert sorted(conn.execute("SELECT * FROM game_seats")) == written
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == HEAD_REVISION
+
+
+def test_paging_links_keep_the_filters(played_db: str) -> None:
+    for client in client_for(played_db, page_size=2):
+        answer = client.get(f"/t/{TOURNAMENT}/games.json", params={"bot": "greedy", "result": "win"}).json()
+        query = parse_qs(urlsplit(answer["older_url"]).query)
+        assert query["bot"] == ["greedy"] and query["result"] == ["win"] and "before" in query
