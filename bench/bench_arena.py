@@ -56,11 +56,11 @@ def _timed(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _instrument() -> None:
     """Count the CPU of every storage call and of standings: the arena's bookkeeping."""
     for name in ("claim", "finish", "fail", "counts", "outcomes", "ratings", "bots",
-                 "requeue_running", "add_games", "create_tournament", "tournament_id", "tournament",
+                 "requeue_running", "standings_tally", "add_games", "create_tournament", "tournament_id", "tournament",
                  "update_bot_specs", "upgrade"):
         setattr(storage.Store, name, _timed(getattr(storage.Store, name)))
     runner.apply_ratings = _timed(rate.apply_ratings)  # type: ignore[attr-defined]
-    runner.compute_standings = _timed(standings.compute_standings)  # type: ignore[attr-defined]
+    runner.standings_of = _timed(standings.standings_of)  # type: ignore[attr-defined]
     live_run.fitting_standings_table = _timed(standings.fitting_standings_table)  # type: ignore[attr-defined]
 
 

@@ -23,7 +23,7 @@ from referee.match.spec import GameSetup
 
 from ..config import TournamentConfig
 from ..errors import quoted
-from ..rating.standings import Standings, compute_standings
+from ..rating.standings import Standings, standings_of
 from ..schedule.pairings import round_robin
 from ..store.store import BotSpec, GameTask, Scheduled, StorageError, Store, TournamentExistsError
 from .archives import ArchiveCache, bot_endpoint, store_config_archives
@@ -57,8 +57,9 @@ def oversubscription_warning(concurrency: int, cores: int) -> str | None:
 
 
 def current_standings(store: Store, tid: int) -> Standings:
+    """The standings as stored now: the database's sums over every finished game, in rating order."""
     names = [b.name for b in store.bots(tid)]
-    return compute_standings(names, store.outcomes(tid), store.ratings(tid))
+    return standings_of(names, store.standings_tally(tid), store.ratings(tid))
 
 def seat_bots(store: Store, tid: int, active_only: bool = False,
               archives: ArchiveCache | None = None) -> dict[int, SeatBot]:

@@ -56,7 +56,9 @@ class Standings:
 
 
 @dataclass
-class _Record:
+class BotRecord:
+    """One bot's sums: games, wins, draws, losses, and its sides' final scores."""
+
     games: int = 0
     wins: int = 0
     draws: int = 0
@@ -88,17 +90,30 @@ def _check(outcome: GameOutcome, known: Mapping[str, object]) -> None:
             raise ValueError(f"game {outcome.number}: bad forfeit {(seat, column)}")
 
 
-def compute_standings(
-    bot_names: Sequence[str], outcomes: Iterable[GameOutcome], ratings: Mapping[str, Rating]
-) -> Standings:
-    """Standings of ``bot_names`` over ``outcomes``; a bot missing from ``ratings`` has the default
-    TrueSkill rating. Every bot of every outcome must be in ``bot_names``."""
-    if len(set(bot_names)) != len(bot_names):
-        raise ValueError(f"bot names repeat: {list(bot_names)}")
-    records = {name: _Record() for name in bot_names}
-    forfeits = {name: dict.fromkeys(FORFEIT_KINDS, 0) for name in bot_names}
-    score = {(a, b): 0.0 for a in bot_names for b in bot_names if a != b}
-    met = dict.fromkeys(score, 0)
+@dataclass
+class Tally:
+    """What standings count, before ratings order them: per bot its record and forfeits, per
+    ordered pair of bots on different sides the head-to-head score and games met. Made from
+    outcomes (``tally_outcomes``) or by the database from its game_seats rows (the same sums)."""
+
+    records: dict[str, BotRecord]
+    forfeits: dict[str, dict[str, int]]
+    score: dict[tuple[str, str], float]
+    met: dict[tuple[str, str], int]
+
+    @classmethod
+    def empty(cls, bot_names: Sequence[str]) -> Tally:
+        if len(set(bot_names)) != len(bot_names):
+            raise ValueError(f"bot names repeat: {list(bot_names)}")
+        score = {(a, b): 0.0 for a in bot_names for b in bot_names if a != b}
+        return cls({name: BotRecord() for name in bot_names}, {name: dict.fromkeys(FORFEIT_KINDS, 0) for name in bot_names},
+                   score, dict.fromkeys(score, 0))
+
+
+def tally_outcomes(bot_names: Sequence[str], outcomes: Iterable[GameOutcome]) -> Tally:
+    """The tally of ``outcomes``; every bot of every outcome must be in ``bot_names``."""
+    tally = Tally.empty(bot_names)
+    records, forfeits, score, met = tally.records, tally.forfeits, tally.score, tally.met
     for outcome in outcomes:
         _check(outcome, records)
         for seat, column in outcome.forfeits:
@@ -117,7 +132,20 @@ def compute_standings(
                 mine, theirs = outcome.ranks[seat], outcome.ranks[other]
                 score[bot, opponent] += 1.0 if mine < theirs else 0.5 if mine == theirs else 0.0
                 met[bot, opponent] += 1
+    return tally
 
+
+def compute_standings(
+    bot_names: Sequence[str], outcomes: Iterable[GameOutcome], ratings: Mapping[str, Rating]
+) -> Standings:
+    """Standings of ``bot_names`` over ``outcomes``; a bot missing from ``ratings`` has the default
+    TrueSkill rating. Every bot of every outcome must be in ``bot_names``."""
+    return standings_of(bot_names, tally_outcomes(bot_names, outcomes), ratings)
+
+
+def standings_of(bot_names: Sequence[str], tally: Tally, ratings: Mapping[str, Rating]) -> Standings:
+    """The standings of a tally: rows in rating order (conservative, then mu, then name)."""
+    records, forfeits = tally.records, tally.forfeits
     fallback = default_rating()
     rated = {name: ratings.get(name, fallback) for name in bot_names}
     order = sorted(bot_names, key=lambda name: (-rated[name].conservative, -rated[name].mu, name))
@@ -137,7 +165,7 @@ def compute_standings(
         )
         for position, name in enumerate(order, start=1)
     )
-    return Standings(rows=rows, head_to_head=HeadToHead(names=tuple(order), score=score, games=met))
+    return Standings(rows=rows, head_to_head=HeadToHead(names=tuple(order), score=tally.score, games=tally.met))
 
 
 def forfeits_text(forfeits: Mapping[str, int]) -> str:

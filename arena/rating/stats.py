@@ -477,11 +477,15 @@ def score_interval(scores: Iterable[float], confidence: float = 0.95) -> dict:
     (``_mean_interval``), because that one shrinks to nothing when every game went the same way
     (2 wins of 2 would read "1.000 to 1.000"); Wilson's stays inside 0..1 and honest at 0 and n."""
     values = [float(v) for v in scores]
-    n = len(values)
+    return total_score_interval(math.fsum(values), len(values), confidence)
+
+
+def total_score_interval(total: float, n: int, confidence: float = 0.95) -> dict:
+    """``score_interval`` from the sum of ``n`` games' scores (what the database sums)."""
     if n == 0:
         return {"games": 0, "score": None, "ci": [None, None]}
-    p = math.fsum(values) / n
+    p = total / n
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    half = z * math.sqrt(max(0.0, p * (1 - p) / n + z * z / (4 * n * n))) / (1 + z * z / n)
     return {"games": n, "score": p, "ci": [max(0.0, centre - half), min(1.0, centre + half)]}

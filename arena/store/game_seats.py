@@ -30,14 +30,16 @@ def seat_rows(tid: int, number: int, seat_bots: Sequence[int], result: Mapping[s
     None for a game the referee failed to play (no result, so no outcome)."""
     if result is None:
         return [{"tournament_id": tid, "game_number": number, "seat": seat, "bot_position": position,
-                 "outcome": None, "forfeited": False, "forfeit": None, "failures": 0} for seat, position in enumerate(seat_bots)]
+                 "outcome": None, "forfeited": False, "forfeit": None, "failures": 0, "side": None, "rank": None,
+                 "points": None} for seat, position in enumerate(seat_bots)]
     parsed = json_format.ParseDict(result, game_pb2.GameResult(), ignore_unknown_fields=True)
     outcome = GameOutcome.from_result(number, tuple(map(str, seat_bots)), sides_of(len(seat_bots)), parsed)
     forfeits = dict(reversed(outcome.forfeits))  # seat -> its first forfeit's column
     failures = [sum(1 for f in parsed.failures if f.seat == seat) for seat in range(len(seat_bots))]
     return [{"tournament_id": tid, "game_number": number, "seat": seat, "bot_position": position,
              "outcome": seat_result(outcome, seat), "forfeited": seat in forfeits, "forfeit": forfeits.get(seat),
-             "failures": failures[seat]}
+             "failures": failures[seat], "side": outcome.sides[seat], "rank": outcome.ranks[seat],
+             "points": outcome.scores[outcome.sides[seat]]}
             for seat, position in enumerate(seat_bots)]
 
 

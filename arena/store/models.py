@@ -105,6 +105,10 @@ class GameSeat(Base):
     forfeited: Mapped[bool] = mapped_column(Boolean)  # this seat forfeited the game
     forfeit: Mapped[str | None] = mapped_column(String(16), nullable=True)  # its standings column (FORFEIT_KINDS)
     failures: Mapped[int] = mapped_column(Integer)  # this seat's failures, forfeiting or answered by a random move
+    # what standings sum (None for a failed game): the side it scored for, its rank, its side's final score
+    side: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    rank: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    points: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Rating(Base):

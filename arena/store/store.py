@@ -27,7 +27,7 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from google.protobuf import json_format
-from sqlalchemy import Connection, Engine, create_engine, delete, event, exists, func, inspect, literal, select, text, update
+from sqlalchemy import Connection, Engine, case, create_engine, delete, event, exists, func, inspect, literal, select, text, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, aliased, defer, sessionmaker
@@ -39,8 +39,9 @@ from ..errors import ArenaError, one_line, quoted, shown
 from ..rating.ratings import Rating as TrueSkillRating
 from ..rating.ratings import default_rating
 from ..rating.results import GameOutcome
+from ..rating.standings import Tally
 from .game_seats import sides_of, write_seats
-from .models import Bot, BotArchive, Game, GameStatus, LiveGame, Rating, RatingHistory, Tournament, utcnow
+from .models import Bot, BotArchive, Game, GameSeat, GameStatus, LiveGame, Rating, RatingHistory, Tournament, utcnow
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 RATING_BATCH = 64  # games read at a time when rating
@@ -746,6 +747,35 @@ class Store:
             rows = s.execute(select(Bot.name, Rating.mu, Rating.sigma).join(Rating, Rating.bot_id == Bot.id)
                              .where(Bot.tournament_id == tid))
             return {name: TrueSkillRating(mu, sigma) for name, mu, sigma in rows}
+
+    def standings_tally(self, tid: int) -> Tally:
+        """What the standings count, summed by the database over game_seats (a few grouped reads
+        whatever the number of games; the same sums as rating.standings.tally_outcomes)."""
+        names = {b.position: b.name for b in self.bots(tid)}
+        tally = Tally.empty(list(names.values()))
+        seat, other = GameSeat, aliased(GameSeat)
+        done = (seat.tournament_id == tid) & seat.outcome.is_not(None)
+        with self.session() as s:
+            for position, games, wins, draws, points in s.execute(
+                    select(seat.bot_position, func.count(), func.sum(case((seat.outcome == "win", 1), else_=0)),
+                           func.sum(case((seat.outcome == "draw", 1), else_=0)), func.sum(seat.points))
+                    .where(done).group_by(seat.bot_position)):
+                record = tally.records[names[position]]
+                record.games, record.wins, record.draws, record.points = games, wins, draws, points
+                record.losses = games - wins - draws
+            for position, kind, n in s.execute(select(seat.bot_position, seat.forfeit, func.count())
+                                               .where(done, seat.forfeited.is_(True))
+                                               .group_by(seat.bot_position, seat.forfeit)):
+                tally.forfeits[names[position]][kind] += n
+            versus = (select(seat.bot_position, other.bot_position, func.count(),
+                             func.sum(case((seat.rank < other.rank, 1.0), (seat.rank == other.rank, 0.5), else_=0.0)))
+                      .join(other, (other.tournament_id == seat.tournament_id)
+                            & (other.game_number == seat.game_number) & (other.side != seat.side))
+                      .where(done).group_by(seat.bot_position, other.bot_position))
+            for mine, theirs, met, score in s.execute(versus):
+                pair = (names[mine], names[theirs])
+                tally.met[pair], tally.score[pair] = met, float(score)
+        return tally
 
     def rating_history(self, tid: int) -> list[tuple[int, str, float, float]]:
         """(game number, bot, mu, sigma) after each rated game, in order."""

@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 
 import arena.store
 from arena.play.runner import current_standings
-from arena.rating.standings import seat_result
+from arena.rating.standings import seat_result, tally_outcomes
 from arena.store.store import Store
 from casino.v1 import game_pb2
 from tests.web.web_support import TOURNAMENT, client_for, db_path, read_store
@@ -253,3 +253,29 @@ def test_paging_links_keep_the_filters(played_db: str) -> None:
         answer = client.get(f"/t/{TOURNAMENT}/games.json", params={"bot": "greedy", "result": "win"}).json()
         query = parse_qs(urlsplit(answer["older_url"]).query)
         assert query["bot"] == ["greedy"] and query["result"] == ["win"] and "before" in query
+
+
+def test_the_databases_standings_sums_equal_the_sums_over_every_outcome(played_db: str) -> None:
+    """current_standings sums game_seats in SQL; tally_outcomes sums the stored results one by one."""
+    store = read_store(played_db)
+    try:
+        tid = store.tournament_id(TOURNAMENT)
+        assert tid is not None
+        names = [b.name for b in store.bots(tid)]
+        by_database, by_outcomes = store.standings_tally(tid), tally_outcomes(names, store.outcomes(tid))
+        assert by_database == by_outcomes
+        assert sum(r.games for r in by_database.records.values()) == 24 and sum(by_database.met.values()) == 24
+    finally:
+        store.close()
+
+
+def test_the_databases_standings_sums_count_forfeits_as_the_outcomes_do(forfeits_db: str) -> None:
+    store = read_store(forfeits_db)
+    try:
+        tid = store.tournament_id("f")
+        assert tid is not None
+        names = [b.name for b in store.bots(tid)]
+        tally = store.standings_tally(tid)
+        assert tally == tally_outcomes(names, store.outcomes(tid)) and tally.forfeits[HOSTILE]["crash"] == 1
+    finally:
+        store.close()

@@ -18,8 +18,8 @@ from starlette.routing import Route
 from ...config import BOT_NAME
 from ...play.runner import current_standings
 from ...rating.failures import failure_place, kind_name
-from ...rating.results import GameOutcome
-from ...rating.stats import score_interval
+from ...rating.standings import Standings
+from ...rating.stats import total_score_interval
 from ...store.models import Game, GameSeat, RatingHistory, Tournament
 from ...store.store import BotRow
 from ..negotiate import page
@@ -83,20 +83,12 @@ def chart(points: list[tuple[int, float, float]]) -> dict[str, Any] | None:
     }
 
 
-def opponent_scores(outcomes: list[GameOutcome], name: str) -> list[dict[str, Any]]:
+def opponent_scores(standings: Standings, name: str) -> list[dict[str, Any]]:
     """The bot's score against each opponent it met (1 per game ranked above it, 0.5 level, 0
-    below, as the head-to-head table counts), with a 95% Student-t interval (rating/stats.py)."""
-    scores: dict[str, list[float]] = {}
-    for outcome in outcomes:
-        if name not in outcome.seat_bots:
-            continue
-        seat = outcome.seat_bots.index(name)
-        for other, opponent in enumerate(outcome.seat_bots):
-            if outcome.sides[other] == outcome.sides[seat]:
-                continue
-            mine, theirs = outcome.ranks[seat], outcome.ranks[other]
-            scores.setdefault(opponent, []).append(1.0 if mine < theirs else 0.5 if mine == theirs else 0.0)
-    return [{"opponent": opponent, **score_interval(values)} for opponent, values in sorted(scores.items())]
+    below: the head-to-head sums), with a 95% Wilson interval (rating/stats.py)."""
+    h2h = standings.head_to_head
+    return [{"opponent": opponent, **total_score_interval(h2h.score[name, opponent], h2h.games[name, opponent])}
+            for opponent in sorted(h2h.names) if opponent != name and h2h.games[name, opponent]]
 
 
 def failures(request: Request, t: Tournament, bot: BotRow) -> list[dict[str, Any]]:
@@ -163,8 +155,7 @@ def bot_page(request: Request) -> Response:
     store = store_of(request)
     bots = {b.position: b for b in store.bots(t.id)}
     standings = cached(request, "standings", t, lambda: current_standings(store, t.id))
-    opponents = cached(request, f"opponents of {bot.name}", t,
-                       lambda: opponent_scores(store.outcomes(t.id), bot.name))
+    opponents = opponent_scores(standings, bot.name)
     row = next(r for r in standings.rows if r.name == bot.name)
     points, rated = history(request, bot)
     numbers, _, older = page_numbers(store, t.id, GameFilter(bot=bot.position), size=RECENT_GAMES)

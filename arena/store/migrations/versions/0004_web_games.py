@@ -29,6 +29,9 @@ def upgrade() -> None:
     sa.Column('forfeited', sa.Boolean(), nullable=False),
     sa.Column('forfeit', sa.String(length=16), nullable=True),
     sa.Column('failures', sa.Integer(), nullable=False),
+    sa.Column('side', sa.Integer(), nullable=True),
+    sa.Column('rank', sa.Integer(), nullable=True),
+    sa.Column('points', sa.Integer(), nullable=True),
     sa.ForeignKeyConstraint(['tournament_id', 'game_number'], ['games.tournament_id', 'games.number'],
                             ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('tournament_id', 'game_number', 'seat')
