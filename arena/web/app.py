@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..store.store import Store
 from .negotiate import JsonSuffix, page
-from .pages import tournaments
+from .pages import game, tournaments
 from .settings import WebSettings
 
 log = logging.getLogger("arena.web")
@@ -28,6 +28,7 @@ def routes() -> list[BaseRoute]:
     """Every page's routes, one module per page (arena/web/pages/)."""
     return [
         *tournaments.ROUTES,
+        *game.ROUTES,
         Mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"),
     ]
 
