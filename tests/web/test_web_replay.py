@@ -5,6 +5,7 @@ the game pages answer in HTML and JSON (404s, games not played, a hostile bot na
 from __future__ import annotations
 
 import copy
+import random
 import shutil
 from collections.abc import Iterator
 from itertools import pairwise
@@ -20,7 +21,7 @@ from arena.store.models import Bot, Game
 from arena.store.store import Store
 from arena.web.replay import replay_views
 from referee.cli.render import record_lines
-from referee.rules import InvalidRecordError
+from referee.rules import InvalidRecordError, RuleOptions, apply, game_record, legal_moves, new_game
 from tests.web.web_support import TOURNAMENT, client_for, db_path, read_store
 
 HOSTILE = '<script>alert("x")</script>&'
@@ -86,6 +87,21 @@ def test_every_step_shows_what_arena_show_full_prints_and_ends_at_the_stored_res
             placed = [c for h in view["hands"] for c in h] + view["table"]["loose"]
             placed += [c for b in view["table"]["builds"] for c in b["cards"]] + [c for p in view["piles"] for c in p["cards"]]
             assert len(placed) == len(set(placed)) == 52 - view["stock"], (number, view["step"])
+
+
+@pytest.mark.parametrize("players, seed", [(4, 5), (3, 8)])
+def test_partnerships_and_three_seats_replay_as_arena_show_prints_them(players: int, seed: int) -> None:
+    """An engine record of a seeded random game (no referee): sides, piles and owners by seat."""
+    rng = random.Random(seed)
+    state = new_game(RuleOptions(players=players, max_deals=2), seed=seed)
+    while state.result is None:
+        state = apply(state, rng.choice(legal_moves(state)))
+    record = game_record(state)
+    views = replay_views(record)
+    assert [(v["hands"], v["table_text"]) for v in views[:-1]] == shown_positions(record, [])
+    assert views[-1]["final"]["scores"] == list(state.result.scores)
+    assert [p["seats"] for p in views[0]["piles"]] == ([[0, 2], [1, 3]] if players == 4 else [[0], [1], [2]])
+    assert sum(p["count"] for p in views[-1]["piles"]) == 52
 
 
 def running(record: dict[str, Any], plays: int) -> dict[str, Any]:
