@@ -198,6 +198,9 @@
       const rows = SHEET_ITEMS.map((item) => el("tr", {}, [el("td", { text: item.replace(/_/g, " ") }),
         ...sheet.sides.map((s) => el("td", { class: "num",
           text: typeof s[item] === "boolean" ? (s[item] ? "yes" : "-") : String(s[item]) }))]));
+      // a side on 18-20 scores only by its condition (rule 15): which, and whether it was met
+      rows.push(el("tr", {}, [el("td", { text: "restricted" }), ...sheet.sides.map((s) => el("td", { class: "num",
+        text: s.restricted ? s.restricted.replace(/_/g, " ") + ": " + (s.condition_met ? "met" : "missed") : "-" }))]));
       const table = el("table", { class: "grid sheet" }, [
         el("thead", {}, [el("tr", {}, [el("th", { text: "item" }), ...sides.map((s) => el("th", { class: "num", text: s }))])]),
         el("tbody", {}, rows)]);
@@ -212,6 +215,7 @@
     const seats = JSON.parse(document.getElementById("viewer-seats").textContent || "[]");
     const viewer = new Viewer(root, seats);
     window.viewer = viewer;
+    if (!root.dataset.states) return;  // a page that feeds the viewer itself (viewer.append)
     try {
       const answer = await fetch(root.dataset.states, { headers: { accept: "application/json" } });
       const body = await answer.json();
