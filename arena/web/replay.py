@@ -21,7 +21,9 @@ residue the last capturer took); every view lists the finished deals so far in `
 
 Only what the record holds is needed: a record of a game still running (fewer plays, no sheet
 for its current deal, no result) gives the views so far, which are a prefix of the views of the
-finished game; ``final`` is set on the last view only once the record has a result.
+finished game; ``final`` is set on the last view only once the record has a result (a game
+that ends without a further play, by a forfeit, changes its last view: a live feed sends it again,
+and the page's ``viewer.append`` replaces a step it already holds).
 """
 
 from __future__ import annotations

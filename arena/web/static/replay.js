@@ -1,7 +1,8 @@
 // The replay viewer: steps through a game's views (arena/web/replay.py) play by play.
 // No library, no build. The page has a #viewer with data-states (the states URL); this file
 // loads it and makes `window.viewer`, which a live page can feed: viewer.append(views) adds
-// steps (the slider grows; a viewer at the last step follows the new plays), viewer.go(k) shows step k.
+// steps (the slider grows; a viewer at the last step follows the new plays; a step sent again
+// replaces the one held), viewer.go(k) shows step k.
 // The step is in the URL hash (#play-12), so a link opens at that play.
 "use strict";
 
@@ -75,8 +76,10 @@
       const first = this.views.length === 0;
       const following = !first && this.step === this.views.length - 1;
       for (const view of views) {
-        if (view.step !== this.views.length) continue;  // a step already shown (or out of order)
-        this.views.push(view);
+        // a step sent again replaces the one held (a game's last view gains `final` when it
+        // ends after its last play, e.g. by a forfeit); a step beyond the next one is a gap: skipped
+        if (!(view.step <= this.views.length)) continue;
+        this.views[view.step] = view;
         if (view.deal_end) this.sheets[view.deal_end.deal] = view.deal_end.sheet;
       }
       this.slider.max = String(Math.max(0, this.views.length - 1));
