@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from referee.names import clean_name, clean_version
 from referee.rules import InvalidRecordError
 
 from ...store.models import Bot, Game
@@ -37,6 +38,28 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat(timespec="seconds") if moment else None
 
 
+def _parsed(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The stored record, or None and why it cannot be read."""
+    if not text:
+        return None, None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None, "the stored record is not JSON"
+    return (record, None) if isinstance(record, dict) else (None, "the stored record is not a JSON object")
+
+
+def _recorded_seats(record: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
+    """The record's seat entries by seat number (what each bot said of itself); malformed ones
+    skipped, since a record is not trusted."""
+    seats = (record or {}).get("seats")
+    out: dict[int, dict[str, Any]] = {}
+    for entry in seats if isinstance(seats, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("seat"), int):
+            out[entry["seat"]] = entry
+    return out
+
+
 def stored_game(request: Request) -> StoredGame:
     """The game the path names (404 if the tournament or the game is unknown)."""
     tournament = tournament_or_404(request)
@@ -46,19 +69,13 @@ def stored_game(request: Request) -> StoredGame:
         if g is None:
             raise HTTPException(404, f"no game {number} in tournament {tournament.name!r}")
         bots = {b.position: b.name for b in s.scalars(select(Bot).where(Bot.tournament_id == tournament.id))}
-        try:
-            record = json.loads(g.record) if g.record else None
-        except ValueError:
-            record = None  # an unreadable record is shown as a record that does not replay
-            error = "the stored record is not JSON"
-        else:
-            error = None
+        record, error = _parsed(g.record)
         # the tournament's names by the game's seats, as `arena show` shows them
         names = [bots.get(p, f"bot {p}") for p in g.seat_bots]
-        recorded = {int(e.get("seat", -1)): e for e in (record or {}).get("seats") or [] if isinstance(e, dict)}
+        recorded = _recorded_seats(record)
         seats = [{"seat": seat, "bot": position, "name": names[seat],
-                  "hello_name": str(recorded.get(seat, {}).get("hello_name", "")),
-                  "version": str(recorded.get(seat, {}).get("version", ""))}
+                  "hello_name": clean_name(str(recorded.get(seat, {}).get("hello_name", ""))),
+                  "version": clean_version(str(recorded.get(seat, {}).get("version", "")))}
                  for seat, position in enumerate(g.seat_bots)]
         summary = {"tournament": tournament.name, "number": g.number, "round": g.round, "status": g.status,
                    "attempt": g.attempt, "error": g.error or error, "result": g.result,
