@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..store.store import Store
 from .negotiate import JsonSuffix, page
-from .pages import bot, games, leaderboard, live, tournaments
+from .pages import bot, game, games, leaderboard, live, tournaments
 from .settings import WebSettings
 
 log = logging.getLogger("arena.web")
@@ -30,6 +30,7 @@ def routes() -> list[BaseRoute]:
         *tournaments.ROUTES,
         *leaderboard.ROUTES, *bot.ROUTES, *games.ROUTES,
         *live.ROUTES,
+        *game.ROUTES,
         Mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"),
     ]
 

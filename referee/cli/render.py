@@ -85,7 +85,7 @@ def seat_label(seat: int, names: Sequence[str] | None = None) -> str:
     return f"P{seat} {name}" if name else f"P{seat}"
 
 
-def _failures(wrapper: dict[str, Any] | None) -> list[dict[str, Any]]:
+def record_failures(wrapper: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The referee record's failures with the fields a viewer reads; malformed entries skipped
     (the record comes from a file or a database: it is not trusted)."""
     out = []
@@ -148,7 +148,7 @@ def record_lines(record: dict[str, Any], names: Sequence[str] | None = None, ful
     before: list[GameState] = []  # the state before each play, in play order
     final = replay_record(engine_record, on_play=lambda state, text: before.append(state))
     teams = final.options.teams
-    failures = _failures(wrapper)
+    failures = record_failures(wrapper)
     substituted = {(f["deal"], f["play"]): f for f in failures if not f["forfeit"]}
     lines = []
     if wrapper is not None:

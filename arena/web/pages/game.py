@@ -1,0 +1,132 @@
+"""One game: the replay viewer page, its per-play states as JSON and the stored record itself."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from referee.names import clean_name, clean_version
+from referee.rules import InvalidRecordError
+
+from ...store.models import Bot, Game
+from ..negotiate import now_iso, page
+from ..replay import replay_views
+from .common import aware, store_of, tournament_or_404
+
+
+@dataclass(frozen=True)
+class StoredGame:
+    """A game row as the viewer shows it, with its record (None until it is played)."""
+
+    summary: dict[str, Any]
+    seats: list[dict[str, Any]]
+    names: list[str]
+    record: dict[str, Any] | None
+    finished_at: datetime | None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    moment = aware(moment)
+    return moment.isoformat(timespec="seconds") if moment else None
+
+
+def _parsed(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The stored record, or None and why it cannot be read."""
+    if not text:
+        return None, None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None, "the stored record is not JSON"
+    return (record, None) if isinstance(record, dict) else (None, "the stored record is not a JSON object")
+
+
+def _recorded_seats(record: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
+    """The record's seat entries by seat number (what each bot said of itself); malformed ones
+    skipped, since a record is not trusted."""
+    seats = (record or {}).get("seats")
+    out: dict[int, dict[str, Any]] = {}
+    for entry in seats if isinstance(seats, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("seat"), int):
+            out[entry["seat"]] = entry
+    return out
+
+
+def stored_game(request: Request) -> StoredGame:
+    """The game the path names (404 if the tournament or the game is unknown)."""
+    tournament = tournament_or_404(request)
+    number = request.path_params["number"]
+    with store_of(request).session() as s:
+        g = s.scalar(select(Game).where(Game.tournament_id == tournament.id, Game.number == number))
+        if g is None:
+            raise HTTPException(404, f"no game {number} in tournament {tournament.name!r}")
+        bots = {b.position: b.name for b in s.scalars(select(Bot).where(Bot.tournament_id == tournament.id))}
+        record, error = _parsed(g.record)
+        # the tournament's names by the game's seats, as `arena show` shows them
+        names = [bots.get(p, f"bot {p}") for p in g.seat_bots]
+        recorded = _recorded_seats(record)
+        seats = [{"seat": seat, "bot": position, "name": names[seat],
+                  "hello_name": clean_name(str(recorded.get(seat, {}).get("hello_name", ""))),
+                  "version": clean_version(str(recorded.get(seat, {}).get("version", "")))}
+                 for seat, position in enumerate(g.seat_bots)]
+        summary = {"tournament": tournament.name, "number": g.number, "round": g.round, "status": g.status,
+                   "attempt": g.attempt, "error": g.error or error, "result": g.result,
+                   "started_at": _iso(g.started_at), "finished_at": _iso(g.finished_at)}
+        return StoredGame(summary, seats, names, record, aware(g.finished_at))
+
+
+def _views(game: StoredGame) -> tuple[list[dict[str, Any]], str | None]:
+    """The viewer's steps, or why the stored record gives none."""
+    if game.record is None:
+        return [], None
+    try:
+        return replay_views(game.record, game.names), None
+    except InvalidRecordError as exc:
+        return [], f"the stored record does not replay: {exc}"
+
+
+def _links(request: Request, game: StoredGame) -> dict[str, str]:
+    params = {"tournament": game.summary["tournament"], "number": game.summary["number"]}
+    return {name: str(request.url_for(name, **params)) for name in ("game", "states", "record")}
+
+
+def game_page(request: Request) -> Response:
+    """The replay viewer; its steps come from the states route (replay.js loads them)."""
+    game = stored_game(request)
+    _, replay_error = _views(game) if game.record is not None else ([], None)
+    return page(request, "game.html", {"game": game.summary, "seats": game.seats, "links": _links(request, game),
+                                       "has_record": game.record is not None, "replay_error": replay_error},
+                data_as_of=game.finished_at)
+
+
+def states(request: Request) -> Response:
+    """``{"game", "seats", "views"}``: every step of the game (arena/web/replay.py); no views
+    for a game without a record, a 500 with the reason for a record that does not replay."""
+    game = stored_game(request)
+    views, replay_error = _views(game)
+    body = {"game": game.summary, "seats": game.seats, "views": views, "error": replay_error,
+            "generated_at": now_iso(), "data_as_of": _iso(game.finished_at)}
+    return JSONResponse(body, status_code=500 if replay_error else 200)
+
+
+def record(request: Request) -> Response:
+    """The record as stored (the referee's JSON game record), for download."""
+    game = stored_game(request)
+    if game.record is None:
+        raise HTTPException(404, f"game {game.summary['number']} is {game.summary['status']}: no record yet")
+    return JSONResponse(game.record)
+
+
+ROUTES = [
+    Route("/t/{tournament}/games/{number:int}", game_page, name="game"),
+    Route("/t/{tournament}/games/{number:int}/states", states, name="states"),
+    Route("/t/{tournament}/games/{number:int}/record", record, name="record"),
+]
