@@ -114,6 +114,13 @@ def test_a_running_games_plays_reach_the_web_and_its_row_goes_when_it_is_stored(
             live_row, first = store.live_record((row.tournament_id, 1)) or (None, {})
             assert live_row is not None and len(first["timings_us"]) == held
             assert store.live_record(row.game_id) == (live_row, first)
+            # the replay viewer shows the record so far and follows the game's events
+            viewer = web.get(f"/t/{NAME}/games/1.json").json()
+            assert viewer["game"]["live"] is True and viewer["game"]["status"] == "running"
+            assert 'data-events="' in web.get(f"/t/{NAME}/games/1").text
+            so_far = web.get(f"/t/{NAME}/games/1/states").json()["views"]
+            assert len(so_far) == held + 1  # the deal, then a step per play
+            assert web.get(f"/t/{NAME}/games/1/record").status_code == 404  # no stored record while it runs
 
             seen: list[int] = []
             with web.stream("GET", f"/t/{NAME}/games/1/events") as stream:
@@ -144,6 +151,9 @@ def test_a_running_games_plays_reach_the_web_and_its_row_goes_when_it_is_stored(
             assert seen[-1] <= len(final["timings_us"])
             assert store.live_games() == [] and store.live_record(game.id) is None
             assert web.get("/live.json").json()["games"] == []
+            stored = web.get(f"/t/{NAME}/games/1/states").json()["views"]
+            assert stored[: len(so_far)] == so_far  # the live steps were the stored game's first ones
+            assert web.get(f"/t/{NAME}/games/1.json").json()["game"]["live"] is False
             with web.stream("GET", f"/t/{NAME}/games/1/events") as stream:  # a stored game: done at once
                 assert list(events_of(stream.iter_lines())) == [("done", {"status": "done"})]
             assert web.get(f"/t/{NAME}/games/9/events").status_code == 404

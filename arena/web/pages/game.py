@@ -16,7 +16,7 @@ from starlette.routing import Route
 from referee.names import clean_name, clean_version
 from referee.rules import InvalidRecordError
 
-from ...store.models import Bot, Game
+from ...store.models import Bot, Game, GameStatus
 from ..negotiate import now_iso, page
 from ..replay import replay_views
 from .common import aware, store_of, tournament_or_404
@@ -70,6 +70,11 @@ def stored_game(request: Request) -> StoredGame:
             raise HTTPException(404, f"no game {number} in tournament {tournament.name!r}")
         bots = {b.position: b.name for b in s.scalars(select(Bot).where(Bot.tournament_id == tournament.id))}
         record, error = _parsed(g.record)
+        live = False
+        if record is None and g.status == GameStatus.RUNNING.value:
+            # a game being played: its record so far, as the player last wrote it (arena/play/live.py)
+            found = store_of(request).live_record((tournament.id, g.number))
+            record, live = (found[1], True) if found is not None else (None, False)
         # the tournament's names by the game's seats, as `arena show` shows them
         names = [bots.get(p, f"bot {p}") for p in g.seat_bots]
         recorded = _recorded_seats(record)
@@ -78,7 +83,7 @@ def stored_game(request: Request) -> StoredGame:
                   "version": clean_version(str(recorded.get(seat, {}).get("version", "")))}
                  for seat, position in enumerate(g.seat_bots)]
         summary = {"tournament": tournament.name, "number": g.number, "round": g.round, "status": g.status,
-                   "attempt": g.attempt, "error": g.error or error, "result": g.result,
+                   "attempt": g.attempt, "error": g.error or error, "result": g.result, "live": live,
                    "started_at": _iso(g.started_at), "finished_at": _iso(g.finished_at)}
         return StoredGame(summary, seats, names, record, aware(g.finished_at))
 
@@ -95,7 +100,7 @@ def _views(game: StoredGame) -> tuple[list[dict[str, Any]], str | None]:
 
 def _links(request: Request, game: StoredGame) -> dict[str, str]:
     params = {"tournament": game.summary["tournament"], "number": game.summary["number"]}
-    return {name: str(request.url_for(name, **params)) for name in ("game", "states", "record")}
+    return {name: str(request.url_for(name, **params)) for name in ("game", "states", "record", "events")}
 
 
 def game_page(request: Request) -> Response:
@@ -120,7 +125,7 @@ def states(request: Request) -> Response:
 def record(request: Request) -> Response:
     """The record as stored (the referee's JSON game record), for download."""
     game = stored_game(request)
-    if game.record is None:
+    if game.record is None or game.summary["live"]:
         raise HTTPException(404, f"game {game.summary['number']} is {game.summary['status']}: no record yet")
     return JSONResponse(game.record)
 

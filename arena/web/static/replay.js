@@ -219,13 +219,27 @@
     const viewer = new Viewer(root, seats);
     window.viewer = viewer;
     if (!root.dataset.states) return;  // a page that feeds the viewer itself (viewer.append)
-    try {
-      const answer = await fetch(root.dataset.states, { headers: { accept: "application/json" } });
-      const body = await answer.json();
-      if (!answer.ok) throw new Error(body.error || answer.statusText);
-      viewer.append(body.views);
-    } catch (err) {
-      root.querySelector("#step").textContent = "could not load the plays: " + err.message;
+    const load = async () => {
+      try {
+        const answer = await fetch(root.dataset.states, { headers: { accept: "application/json" } });
+        const body = await answer.json();
+        if (!answer.ok) throw new Error(body.error || answer.statusText);
+        viewer.append(body.views);
+      } catch (err) {
+        root.querySelector("#step").textContent = "could not load the plays: " + err.message;
+      }
+    };
+    await load();
+    // a game being played: every new report of its plays loads the steps again (a step held
+    // is replaced, new ones are appended); when it is stored, once more for its final result
+    if (root.dataset.events && typeof followGame === "function") {
+      let loading = Promise.resolve();
+      const reload = () => { loading = loading.then(load); };
+      followGame(root.dataset.events, reload, () => {
+        reload();
+        const notice = document.getElementById("live-notice");
+        if (notice) notice.textContent = "This game has ended.";
+      });
     }
   }
 
