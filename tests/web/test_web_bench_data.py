@@ -58,3 +58,15 @@ def test_the_generated_tournament_reads_back_like_a_played_one(tmp_path: Path) -
 def test_bad_arguments_are_one_line_and_status_2(tmp_path: Path) -> None:
     done = make(f"sqlite:///{tmp_path / 'x.db'}", "--games", "0")
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--games" in done.stderr
+
+
+def test_the_web_benchmark_times_the_pages_there_and_names_the_rest(played_db: str) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_web.py"), "--db", played_db, "--runs", "3",
+                           "--warmup", "0"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "`/" in line]
+    assert len(rows) == 9 and rows[0].startswith("| front page | `/` | ")
+    for row in rows:  # a figure in ms, or said to be missing: never a failure over a finished tournament
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[2] == "not there yet (404)" or float(cells[2]) > 0, row
+    assert "cores" in done.stdout
