@@ -15,7 +15,7 @@ from referee.rules.record import replay_record
 from tests.conftest import ROOT
 
 SCRIPT = ROOT / "bench" / "make_web_db.py"
-GAMES = 50
+GAMES = 40
 
 
 def make(db: str, *args: str) -> subprocess.CompletedProcess[str]:
