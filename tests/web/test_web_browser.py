@@ -82,6 +82,8 @@ def test_a_hostile_tournament_name_is_shown_as_text(page: Page, hostile_server: 
     cell = page.locator("table.grid tbody td").first
     assert cell.inner_text() == HOSTILE  # the markup is the name's text, not elements
     assert page.locator("main img").count() == 0 and page.locator("main script").count() == 0
+    href = page.locator("table.grid tbody a").first.get_attribute("href")
+    assert href is not None and href.startswith("/t/%3Cimg") and "<" not in href and '"' not in href
     shots = screenshot(page, "front-hostile-name")
     assert all(Path(p).stat().st_size > 0 for p in shots.values())
     # the page fixture fails the test if alert() ran (a dialog opened)
