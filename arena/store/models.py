@@ -62,7 +62,8 @@ class Game(Base):
     __tablename__ = "games"
     __table_args__ = (UniqueConstraint("tournament_id", "number"),
                       # the newest finished game (every page's freshness) without reading rows, whose records are long
-                      Index("ix_games_finished", "tournament_id", "finished_at"))
+                      Index("ix_games_finished", "tournament_id", "finished_at"),
+                      Index("ix_games_tournament_status", "tournament_id", "status"))  # counts by status without reading records
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), index=True)

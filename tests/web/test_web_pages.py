@@ -238,6 +238,7 @@ def test_the_migration_fills_game_seats_for_games_stored_before_it(played_db: st
         conn.execute("DROP TABLE game_seats")
         conn.execute("DROP INDEX ix_rating_history_bot")
         conn.execute("DROP INDEX ix_games_finished")
+        conn.execute("DROP INDEX ix_games_tournament_status")
         for later in LATER_TABLES:  # the tables of the revisions after 0004_web_games
             conn.execute(f"DROP TABLE IF EXISTS {later}")
         conn.execute("UPDATE alembic_version SET version_num = '0003'")

@@ -42,6 +42,7 @@ def upgrade() -> None:
     op.create_index('ix_game_seats_forfeited', 'game_seats', ['tournament_id', 'forfeited', 'game_number'])
     op.create_index('ix_rating_history_bot', 'rating_history', ['bot_id', 'game_number'])
     op.create_index('ix_games_finished', 'games', ['tournament_id', 'finished_at'])
+    op.create_index('ix_games_tournament_status', 'games', ['tournament_id', 'status'])
     fill_game_seats(op.get_bind())
 
 
