@@ -45,19 +45,20 @@ class Target:
     path: str
 
 
-def pages(tournament: str, bot: str, games: int, page_size: int) -> list[Target]:
-    """The app's pages over this tournament (web-common's URL scheme): the middle game, the
-    middle page of the game list (``?page=`` counts from 1), the first bot."""
+def pages(tournament: str, bot: str, games: int) -> list[Target]:
+    """The app's pages over this tournament: the middle game, the game list's newest page and the
+    page holding the middle game (paging is by game number: ``?before=N``), one bot's games."""
     t, b = urllib.parse.quote(tournament, safe=""), urllib.parse.quote(bot, safe="")
     middle = max(1, games // 2)
-    middle_page = max(1, math.ceil(games / page_size) // 2)
     return [
         Target("front page", "/"),
         Target("front page JSON", "/.json"),
         Target("leaderboard", f"/t/{t}"),
         Target("bot page", f"/t/{t}/bots/{b}"),
-        Target("game list, page 1", f"/t/{t}/games"),
-        Target(f"game list, page {middle_page}", f"/t/{t}/games?page={middle_page}"),
+        Target("game list, newest page", f"/t/{t}/games"),
+        Target(f"game list, before game {middle + 1}", f"/t/{t}/games?before={middle + 1}"),
+        Target("game list, one bot's wins", f"/t/{t}/games?bot={b}&result=win&before={middle + 1}"),
+        Target("game list, forfeits only", f"/t/{t}/games?forfeits=1"),
         Target(f"replay of game {middle}", f"/t/{t}/games/{middle}"),
         Target("its states JSON", f"/t/{t}/games/{middle}/states"),
         Target("its record JSON", f"/t/{t}/games/{middle}/record"),
@@ -144,11 +145,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=50, help="timed requests per page (default 50)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed requests per page first (default 3)")
     parser.add_argument("--tournament", help="the tournament whose pages are timed (default: the largest)")
-    parser.add_argument("--page-size", type=int, default=50, help="games per game-list page, to find the middle one")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = parser.parse_args()
-    if args.runs < 1 or args.warmup < 0 or args.page_size < 1:
-        print("bench_web: --runs and --page-size must be >= 1, --warmup >= 0", file=sys.stderr)
+    if args.runs < 1 or args.warmup < 0:
+        print("bench_web: --runs must be >= 1, --warmup >= 0", file=sys.stderr)
         return 2
     try:
         tournament, bot, games = describe(args.db, args.tournament)
@@ -164,7 +164,7 @@ def main() -> int:
     try:
         wait_until_up(port, server)
         client = Client(port)
-        for target in pages(tournament, bot, games, args.page_size):
+        for target in pages(tournament, bot, games):
             status, size, _ = client.get(target.path)
             row: dict[str, object] = {"page": target.label, "path": target.path, "status": status, "bytes": size}
             rows.append(row)
