@@ -236,8 +236,9 @@ def test_live_standings_on_a_terminal_are_computed_off_the_loop(tmp_path: Path) 
         play_session.current_standings = real  # type: ignore[assignment]
     assert status == 0, out.getvalue()[-2000:]
     loop_thread = threading.current_thread().name
-    refreshes = computed[1:-1]  # the first (before the run) and the last (the final table) are not live
-    assert refreshes and loop_thread not in refreshes, computed
+    # The final table alone is computed on the loop (after the run: no bot is timed then); it may be
+    # noted before a live refresh's thread that started earlier, so only the count is checked.
+    assert len(computed) >= 3 and computed.count(loop_thread) == 1, computed
     assert "live: standings after 2 games" in out.getvalue()
     assert wait_no_bots(("sample_bots/python/",)) == []
 
