@@ -55,6 +55,21 @@ def run_arena(*args: str, timeout: float = 120, cwd: Path | None = None,
     )
 
 
+def assert_usage_error(done: subprocess.CompletedProcess[str], command: str | None = None) -> str:
+    """Exit status 2, nothing on stdout, exactly one error line on stderr (no traceback); that line.
+    ``command`` (``"arena"``): the line must start ``arena: error: ``."""
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    if command is not None:
+        assert lines[0].startswith(f"{command}: error: "), lines[0]
+    else:
+        assert "error:" in lines[0], lines[0]
+    return lines[0]
+
+
 def table_rows(text: str) -> list[list[str]]:
     """The body rows of the rich tables in ``text``, as lists of cell texts."""
     return [[cell.strip() for cell in line.strip().strip("│").split("│")] for line in text.splitlines()

@@ -33,7 +33,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from referee.match.spec import GameSetup
 from referee.sandbox import SandboxSettings, make_launcher
 
-from ..errors import UsageError
+from ..errors import ArenaError, UsageError
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line
 from .archives import ArchiveCache
 from .executor import InProcessExecutor
@@ -64,8 +64,11 @@ RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs ag
 POOL_TIMEOUT_S = 5.0  # the longest a queue call waits for a database connection
 
 
-class GameInfrastructureError(Exception):
-    """The referee could not play a game (not a bot's fault): the job raises it to be retried."""
+class GameInfrastructureError(ArenaError):
+    """The referee could not play a game (not a bot's fault): the job raises it to be retried
+    (it reaches procrastinate, never a command; an arena error like every other)."""
+
+    exit_status = 1
 
 
 class DatabaseLostError(StorageError):

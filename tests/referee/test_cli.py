@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import re
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support import run_referee
+from tests.support import assert_usage_error, run_referee
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DECK = ROOT / "tests" / "data" / "decks" / "seed-11.txt"
@@ -23,15 +22,6 @@ HEADER_LINE = re.compile(r"^== deal (\d+), dealer P(\d), table (\S+ ){3}\S+; P0:
 
 referee = run_referee
 
-
-def assert_usage_error(done: subprocess.CompletedProcess[str]) -> str:
-    """Exit status 2, nothing on stdout, exactly one ``error:`` line on stderr (no traceback)."""
-    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr)
-    assert done.stdout == ""
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1, done.stderr
-    assert "error:" in lines[0] and "Traceback" not in done.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize(

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import assert_no_bot_processes, builtin_bot_command, python_bot_command
-from tests.support import fresh_temp_dir, run_referee
+from tests.support import assert_usage_error, fresh_temp_dir, run_referee
 
 GAME_LINE = re.compile(
     r"^game (?P<number>\d+) \[P0 (?P<p0>\S+), P1 (?P<p1>\S+)\]: (?P<who>\S+ wins|draw) "
@@ -29,15 +28,6 @@ SUMMARY_ROW = re.compile(
     r"\s+(?:[\d.]+\s+[\d.]+|-\s+-)$"  # the CPU columns: "-" for a bot whose CPU time was not measured (an address)
 )
 
-
-def assert_usage_error(done: subprocess.CompletedProcess[str]) -> str:
-    """Exit status 2, nothing on stdout, exactly one ``error:`` line on stderr (no traceback)."""
-    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
-    assert done.stdout == ""
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1, done.stderr
-    assert "error:" in lines[0] and "Traceback" not in done.stderr
-    return lines[0]
 
 
 def test_match_prints_each_game_and_a_summary(tmp_path: Path) -> None:

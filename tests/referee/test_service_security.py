@@ -42,9 +42,8 @@ from referee.service.client import ClientTls, referee_channel
 from referee.service.server import CONNECT_FAILED
 from referee.service.settings import ServiceSettings, is_local_address, load_tls, parse_bot
 from tests.conftest import ROOMY_TIME, assert_no_bot_processes, bot_processes, builtin_bot_command, python_bot_command
-from tests.referee.test_cli import assert_usage_error
 from tests.service_support import TOKEN, Pki, make_pki, served, with_server
-from tests.support import run_referee, start_referee
+from tests.support import assert_usage_error, run_referee, start_referee
 
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
 OWN_BOTS = tuple(parse_bot(f"random{seed}={builtin_bot_command(seed)}") for seed in (1, 2))

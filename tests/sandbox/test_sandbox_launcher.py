@@ -257,6 +257,49 @@ def test_the_referees_cpu_group_weighs_as_many_processes_as_it_has_bots(socket_r
     assert asyncio.run(two())[:3] == [unit, 2 * unit, unit]
 
 
+DAEMON_BURNER = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:  # re-parented away from the bot: outside the tree a /proc walk from the bot sees
+        start = time.process_time()
+        while time.process_time() - start < 60:
+            pass
+    os._exit(0)
+time.sleep(60)
+"""
+
+
+@needs_bwrap
+def test_a_double_forked_process_is_counted_in_the_bots_cpu_time(socket_root: Path) -> None:
+    """In bubblewrap the meter's process tree starts outside the bot's PID namespace, so a process
+    the bot double-forks (re-parented to the namespace's init) still counts: the meter agrees with
+    the bot's cgroup, which holds every process of the bot."""
+    launcher = make_launcher(SandboxSettings(mode="bwrap"))
+
+    async def readings() -> tuple[float, float]:
+        proc = await start(launcher, f"{shlex.quote(sys.executable)} -c {shlex.quote(DAEMON_BURNER)}", socket_root)
+        try:
+            meter = proc.cpu_meter()
+            assert meter is not None
+            if proc.cpu_seconds() is None:  # type: ignore[attr-defined]
+                pytest.skip("no cgroup CPU count here to compare with")
+            for _ in range(600):  # bounded: 30 s for the burner to use 0.3 s of CPU
+                if proc.cpu_seconds() >= 0.3:  # type: ignore[attr-defined, operator]
+                    break
+                await asyncio.sleep(0.05)
+            in_cgroup = proc.cpu_seconds()  # type: ignore[attr-defined]
+            in_tree = meter.cpu_ns()
+            assert in_cgroup is not None and in_tree is not None
+            return in_cgroup, in_tree / 1e9
+        finally:
+            await proc.stop()
+
+    in_cgroup, in_tree = asyncio.run(readings())
+    assert in_cgroup >= 0.3 and in_tree >= 0.8 * in_cgroup, (in_cgroup, in_tree)
+    assert_no_bot_processes()
+
+
 @needs_root
 def test_limits_mode_refuses_a_socket_its_uid_cannot_reach(socket_root: Path) -> None:
     """Without a mount namespace the bot's own uid walks the host's folders to its socket: one it
