@@ -412,6 +412,9 @@ def test_close_half_closes_so_the_bot_can_finish() -> None:
 
 CONTROL = TimeControl(move_time_ms=1000, grace_ms=50, startup_time_ms=10_000)
 QUICK = TimeControl(move_time_ms=300, grace_ms=50, startup_time_ms=300)  # for bots that never get ready
+# for a bot that answers health checks but never gets ready: long enough for its first answer to
+# arrive on a loaded machine, so the reason names the status it gave, not a missed deadline
+ANSWERS_UNHEALTHY = TimeControl(move_time_ms=300, grace_ms=50, startup_time_ms=3000)
 
 
 def slot_of(endpoint: BotEndpoint, tmp_path: Path, clock: Clock = MONOTONIC) -> BotSlot:
@@ -517,7 +520,7 @@ def test_a_bot_not_serving_is_a_startup_failure(tmp_path: Path, status: int, why
         async with ScriptedBotServer(bot, health_status=status) as server:
             slot = slot_of(server.endpoint, tmp_path)
             try:
-                assert await slot.ensure_ready(HANDSHAKE, QUICK) == StreamFailure(
+                assert await slot.ensure_ready(HANDSHAKE, ANSWERS_UNHEALTHY) == StreamFailure(
                     F.FAILURE_KIND_STARTUP, f"not healthy within the startup time ({why})")
             finally:
                 await slot.shutdown()
