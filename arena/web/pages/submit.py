@@ -78,7 +78,8 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
 
 
 def _too_large(request: Request) -> str:
-    return f"the upload is too large: a bot archive may be at most {_settings(request).max_upload_bytes / MIB:g} MiB"
+    limit = _settings(request).max_upload_bytes
+    return f"the upload is too large: a bot archive may be at most {limit} bytes ({limit / MIB:g} MiB) here"
 
 
 def _refused(request: Request, user: UserRow, ladder: str, reason: str, status: int = 400) -> Response:
