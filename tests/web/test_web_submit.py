@@ -258,7 +258,8 @@ def test_an_oversized_upload_is_refused_before_it_is_read(ladder_db: str, tokens
     (archive(), "./missing_bot", "is not in the archive"),
     (archive(), "127.0.0.1:9000", "is an address"),
     (archive(), "", "no command"),
-])
+], ids=["not-gzip", "not-tar", "absolute", "dotdot", "dotdot-inside", "symlink-absolute", "symlink-up", "hardlink-out",
+        "device", "fifo", "program-missing", "address", "no-command"])
 def test_a_bad_archive_or_command_is_refused_with_its_reason(web: TestClient, tokens: dict[str, str],
                                                              content: bytes, command: str, said: str,
                                                              ladder_db: str) -> None:
