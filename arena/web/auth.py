@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -115,7 +116,8 @@ class Sessions:
             return
         request = Request(scope)
         state = scope["app"].state
-        session = self.session_of(request, state.store, state.session_secret)
+        # the users are looked up on a thread, as the pages' queries are: the loop never waits on the database
+        session = await run_in_threadpool(self.session_of, request, state.store, state.session_secret)
         scope["arena_session"] = session
         if state.settings.private and session.user is None and not scope["path"].startswith(PUBLIC_WHEN_PRIVATE):
             response = page(request, "error.html", {"status": 401, "error": "this arena is private: log in with "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -35,7 +36,7 @@ async def login(request: Request) -> Response:
     check_csrf(request, form.get(CSRF_FIELD))
     target = _next(form.get("next"))
     token = form.get("token")
-    user = user_for_token(store_of(request), token.strip()) if isinstance(token, str) else None
+    user = await run_in_threadpool(user_for_token, store_of(request), token.strip()) if isinstance(token, str) else None
     if user is None:
         return _login_page(request, "that token is not a user's: check it, or ask the arena's operator",
                            status=401, target=target)

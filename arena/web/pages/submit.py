@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -90,7 +91,7 @@ async def submit(request: Request) -> Response:
     user = require_user(request)
     ladder = _open_ladder(request)
     if request.method == "GET":
-        return _submit_page(request, user, ladder)
+        return await run_in_threadpool(_submit_page, request, user, ladder)
     limit = _settings(request).max_upload_bytes
     body = await _bounded_body(request, limit + FORM_SLACK)
 
@@ -101,10 +102,18 @@ async def submit(request: Request) -> Response:
     check_csrf(request, form.get(CSRF_FIELD))
     command, upload = form.get("command"), form.get("archive")
     if not isinstance(upload, UploadFile):
-        return _refused(request, user, ladder, "no archive: send the bot's files as a .tar.gz in the field archive")
+        return await run_in_threadpool(_refused, request, user, ladder,
+                                       "no archive: send the bot's files as a .tar.gz in the field archive")
     content = await upload.read(limit + 1)
+    await form.close()
     if len(content) > limit:
         raise HTTPException(413, _too_large(request))
+    # checking (gunzip and all) and storing are blocking work: on a thread, the loop stays free
+    return await run_in_threadpool(_take, request, user, ladder, command, content)
+
+
+def _take(request: Request, user: UserRow, ladder: str, command: object, content: bytes) -> Response:
+    """Check an upload and its command, store it and start its check; or refuse it with the reason."""
     if not isinstance(command, str) or not command.strip():
         return _refused(request, user, ladder, "no command: say how to start the bot at the archive's root, "
                                                "e.g. python3 bot.py")
