@@ -293,3 +293,16 @@ def test_arena_web_refuses_a_bad_submit_setting_in_one_line(ladder_db: str, args
     done = subprocess.run([sys.executable, "-m", "arena.cli", "web", "--db", ladder_db, "--listen", "127.0.0.1:1",
                            *args], check=False, capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
     assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_check_that_runs_too_long_is_stopped_and_rejected_and_its_bot_killed(
+        ladder_db: str, tokens: dict[str, str]) -> None:
+    from tests.conftest import assert_no_bot_processes
+
+    hang = b"import time\ntime.sleep(600)\n"  # never answers: the check cannot end before its startup limit (10 s)
+    for web in client_for(ladder_db, submit=LADDER, check_games=1, check_timeout_s=2):
+        sent = send(web, archive([member("hang_bot.py", hang)], sample=False), command=f"{sys.executable} hang_bot.py",
+                    headers=bearer(tokens["alice"]))
+        done = verdict(web, sent.json()["submission"]["id"], tokens["alice"])
+        assert done["status"] == "rejected" and "took longer than 2 s" in done["reason"], done
+    assert_no_bot_processes(wait_s=10, patterns=("hang_bot.py",))
