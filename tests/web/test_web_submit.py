@@ -306,3 +306,49 @@ def test_a_check_that_runs_too_long_is_stopped_and_rejected_and_its_bot_killed(
         done = verdict(web, sent.json()["submission"]["id"], tokens["alice"])
         assert done["status"] == "rejected" and "took longer than 2 s" in done["reason"], done
     assert_no_bot_processes(wait_s=10, patterns=("hang_bot.py",))
+
+
+def test_a_forged_or_altered_session_cookie_is_nobody(web: TestClient, tokens: dict[str, str]) -> None:
+    import base64
+    import json
+
+    from arena.web.auth import COOKIE, Session, sign
+
+    log_in(web, tokens["alice"])
+    value = web.cookies[COOKIE]
+    payload, signature = value.split(".")
+    data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    data["u"] += 1  # bob, with alice's signature
+    altered = base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=") + "." + signature
+    forged = sign(b"another secret", Session(user=None, csrf="x", issued=data["t"]))
+    web.cookies.clear()
+    for cookie in (altered, forged, "garbage", value[:-2]):
+        assert web.get("/submit", headers={"cookie": f"{COOKIE}={cookie}"}).status_code == 401, cookie
+    assert web.get("/submit", headers={"cookie": f"{COOKIE}={value}"}).status_code == 200
+
+
+def test_login_sends_only_to_this_sites_pages(web: TestClient, tokens: dict[str, str]) -> None:
+    for target, expected in (("//evil.example/x", "/"), ("https://evil.example/", "/"), ("/submit", "/submit")):
+        form = web.get("/login")
+        answer = web.post("/login", data={"token": tokens["bob"], "csrf": csrf_of(form.text), "next": target},
+                          follow_redirects=False)
+        assert answer.headers["location"] == expected, target
+
+
+def test_a_check_a_stopped_server_left_unfinished_runs_at_its_next_start(ladder_db: str,
+                                                                        tokens: dict[str, str]) -> None:
+    from arena.bot_archive import check_archive
+    from arena.store.submissions import new_submission
+    from arena.store.users import user_for_token
+
+    content = archive([member("bot.py", b"raise SystemExit(3)\n")], sample=False)
+    store = Store(ladder_db)
+    sha = check_archive(content).sha256
+    store.put_archive(sha, content)
+    user = user_for_token(store, tokens["bob"])
+    tid = store.tournament_id(LADDER)
+    assert user is not None and tid is not None
+    left = new_submission(store, user.id, tid, sha, f"{sys.executable} bot.py")  # as a stopped server left it
+    store.close()
+    for web in app(ladder_db):
+        assert verdict(web, left.id, tokens["bob"])["status"] == "rejected"
