@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..bot_archive import MAX_ARCHIVE_BYTES
 from ..config import load_config
 from ..errors import UsageError
 from ..play.runner import logs_dir_for
-from ..web.settings import DEFAULT_LISTEN, WebSettings, parse_listen
+from ..web.settings import DEFAULT_LISTEN, MAX_UPLOAD_BYTES, MIB, WebSettings, parse_listen
 
 
 def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,6 +18,10 @@ def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
                    help=f"where to listen (default {DEFAULT_LISTEN}, this machine only)")
     p.add_argument("--private", action="store_true", help="every page needs a user's token, not only submission")
+    p.add_argument("--submit", metavar="LADDER", help="let users (arena users add) submit bots to this ladder "
+                   "of the database: each is checked (referee check) and enters as a new version")
+    p.add_argument("--max-upload", type=float, default=MAX_UPLOAD_BYTES / MIB, metavar="MIB",
+                   help=f"largest bot archive accepted (default {MAX_UPLOAD_BYTES // MIB} MiB)")
     p.set_defaults(func=cmd_web)
 
 
@@ -29,7 +34,14 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
     # a tournament file says where its bot logs are (beside it); a database alone does not
     logs = ((config.name, str(logs_dir_for(config))),) if config is not None else ()
     host, port = parse_listen(args.listen)
-    return WebSettings(db=db, host=host, port=port, private=args.private, logs=logs)
+    if not 0 < args.max_upload <= MAX_ARCHIVE_BYTES / MIB:
+        raise UsageError(f"--max-upload must be more than 0 and at most {MAX_ARCHIVE_BYTES // MIB} MiB "
+                         f"(what a bot archive may be), not {args.max_upload:g}")
+    if args.submit is not None and not args.submit.strip():
+        raise UsageError("--submit needs the name of a ladder in the database")
+    return WebSettings(db=db, host=host, port=port, private=args.private, submit=args.submit,
+                       max_upload_bytes=int(args.max_upload * MIB), sandbox_from=args.file,
+                       logs=logs)
 
 
 def cmd_web(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ Jobs go to a queue named after the project's version, schema revision and protoc
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.metadata
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ RATE_TASK = "arena.rate_tournament"
 STALLED_TASK = "arena.retry_stalled_jobs"
 JOB_FORMAT = "royal-casino-arena/game-job"
 QUEUE_PREFIX = "arena-games-"  # each version's queue: this, then compatibility()
+CHANNEL_PREFIX = "procrastinate_queue_v1#"  # procrastinate's LISTEN channel of a queue: this, then its name
+MAX_CHANNEL_BYTES = 63  # PostgreSQL's longest identifier
 RATE_PRIORITY = 10  # rating passes run before the games waiting (priority 0)
 
 
@@ -67,8 +70,14 @@ def compatibility() -> str:
 
 
 def queue_name(compat: str | None = None) -> str:
-    """The queue a version's jobs go to (a worker only reads its own version's)."""
-    return f"{QUEUE_PREFIX}{compat or compatibility()}"
+    """The queue a version's jobs go to (a worker only reads its own version's). procrastinate
+    names a PostgreSQL NOTIFY channel after it, and a channel name has at most 63 bytes: with a
+    long schema revision id the revision is given by a digest of it instead."""
+    name = f"{QUEUE_PREFIX}{compat or compatibility()}"
+    if len(CHANNEL_PREFIX) + len(name.encode()) <= MAX_CHANNEL_BYTES:
+        return name
+    digest = hashlib.sha256(schema_head().encode()).hexdigest()[:8]
+    return f"{QUEUE_PREFIX}{project_version()}-s{digest}-protocol{PROTOCOL_VERSION}"
 
 
 def require_postgresql(url: str, what: str) -> None:

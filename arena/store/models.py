@@ -180,3 +180,46 @@ class LiveGame(Base):
     plays: Mapped[int] = mapped_column(Integer)  # plays made so far
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     record: Mapped[str] = mapped_column(Text)  # the referee's record so far (JSON text, "result": null)
+
+
+class User(Base):
+    """Someone the web app knows: a name and the sha256 of their token (the token itself is shown
+    once, when the user is added, and never stored). Removed users stay (inactive) for their
+    submissions."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), unique=True)
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    active: Mapped[bool] = mapped_column(default=True)
+
+
+class SubmissionStatus(str, enum.Enum):
+    """A submitted bot's life: checking -> accepted (it joined the ladder) or rejected."""
+
+    CHECKING = "checking"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
+class Submission(Base):
+    """A bot archive a user sent to a ladder through the web, its conformance check and verdict.
+    ``version`` counts the user's submissions to that ladder; an accepted one is bot ``bot_id``."""
+
+    __tablename__ = "submissions"
+    __table_args__ = (UniqueConstraint("user_id", "tournament_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    archive: Mapped[str] = mapped_column(String(64))  # sha256 of its BotArchive
+    command: Mapped[str] = mapped_column(Text)  # run at the archive's root
+    status: Mapped[str] = mapped_column(String(16), default=SubmissionStatus.CHECKING.value, index=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)  # why it was rejected, one line
+    report: Mapped[str | None] = mapped_column(Text, nullable=True)  # the check's output, as it printed it
+    bot_id: Mapped[int | None] = mapped_column(ForeignKey("bots.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -4,6 +4,7 @@ style (a 404 or a 500 never shows a traceback; the error goes to the log)."""
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,9 +17,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
+from ..errors import UsageError, quoted
 from ..store.store import Store
+from .auth import Sessions
+from .checks import SubmissionChecks
 from .negotiate import JsonSuffix, page
-from .pages import bot, game, games, leaderboard, live, tournaments
+from .pages import bot, game, games, leaderboard, live, login, submit, tournaments
 from .settings import WebSettings
 
 log = logging.getLogger("arena.web")
@@ -31,13 +35,17 @@ def routes() -> list[BaseRoute]:
         *leaderboard.ROUTES, *bot.ROUTES, *games.ROUTES,
         *live.ROUTES,
         *game.ROUTES,
+        *login.ROUTES,
+        *submit.ROUTES,
         Mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"),
     ]
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return page(request, "error.html", {"status": exc.status_code, "error": exc.detail}, status=exc.status_code)
+    response = page(request, "error.html", {"status": exc.status_code, "error": exc.detail}, status=exc.status_code)
+    response.headers.update(exc.headers or {})
+    return response
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
@@ -51,14 +59,26 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if settings.submit is not None:  # submissions write: users' bots, their checks' verdicts
+            app.state.write_store = Store(settings.db)
+            app.state.submit_tid = app.state.write_store.tournament_id(settings.submit)
+            if app.state.submit_tid is None:
+                app.state.write_store.close()
+                raise UsageError(f"--submit: no ladder named {quoted(settings.submit)} in the database")
+            app.state.checks = SubmissionChecks(app.state.write_store, app.state.submit_tid, settings)
+            app.state.checks.resume()
         app.state.store = store if store is not None else Store(settings.db, read_only=True)
         try:
             yield
         finally:
+            if settings.submit is not None:
+                app.state.checks.close()
+                app.state.write_store.close()
             if store is None:
                 app.state.store.close()
 
-    app = Starlette(routes=routes(), middleware=[Middleware(JsonSuffix)], lifespan=lifespan,
+    app = Starlette(routes=routes(), middleware=[Middleware(JsonSuffix), Middleware(Sessions)], lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.settings = settings
+    app.state.session_secret = secrets.token_bytes(32)  # per run: a restart ends every session (arena/web/auth.py)
     return app

@@ -7,7 +7,7 @@ import socket
 
 import uvicorn
 
-from ..errors import UsageError
+from ..errors import UsageError, quoted
 from ..store.store import Store
 from .app import create_app
 from .settings import WebSettings
@@ -26,7 +26,12 @@ def check_listen(host: str, port: int) -> None:
 
 def serve(settings: WebSettings) -> int:
     """Run the web app until stopped (Ctrl-C or SIGTERM); the database is checked first."""
+    if settings.submit is not None:  # the web writes then: the schema is brought up to date first
+        Store(settings.db).close()
     store = Store(settings.db, read_only=True)  # a missing or unreadable database fails here, as one line
+    if settings.submit is not None and store.tournament_id(settings.submit) is None:
+        store.close()
+        raise UsageError(f"--submit: no ladder named {quoted(settings.submit)} in {store.url_for_people}")
     check_listen(settings.host, settings.port)
     try:
         config = uvicorn.Config(create_app(settings, store), host=settings.host, port=settings.port,

@@ -13,6 +13,10 @@ PAGE_SIZE = 50  # games per page of a game list
 EVENTS_POLL_S = 0.25  # how often a game's event stream reads its live row (the writers' own interval)
 EVENTS_MAX_S = 3600.0  # the longest one event stream stays open (a browser's EventSource then reconnects)
 EVENTS_HEARTBEAT_S = 15.0  # a comment this often when nothing changes, so proxies keep the stream open
+MIB = 1 << 20
+MAX_UPLOAD_BYTES = 10 * MIB  # a submitted bot archive (the archive format allows more: arena/bot_archive.py)
+CHECK_TIMEOUT_S = 300.0  # a submission's conformance check is stopped (and rejected) after this
+CHECK_GAMES = 2  # games of a submission's check against each opponent (referee check --games)
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,11 @@ class WebSettings:
     events_heartbeat_s: float = EVENTS_HEARTBEAT_S
     page_size: int = PAGE_SIZE  # games per page of a game list
     logs: tuple[tuple[str, str], ...] = ()  # (tournament name, its bot logs' folder) where this machine has them
+    submit: str | None = None  # the ladder logged-in users submit bots to (None: submission is closed)
+    max_upload_bytes: int = MAX_UPLOAD_BYTES
+    check_timeout_s: float = CHECK_TIMEOUT_S
+    check_games: int = CHECK_GAMES
+    sandbox_from: str | None = None  # a tournament file whose [sandbox] the checks run under
 
 
 def parse_listen(text: str) -> tuple[str, int]:

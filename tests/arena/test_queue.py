@@ -185,3 +185,13 @@ def test_a_local_run_or_serve_of_games_queued_for_workers_is_refused_in_one_line
 
 def _queued_jobs(url: str) -> int:
     return query(url, "SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'")[0][0]
+
+
+def test_every_queue_name_fits_a_postgresql_channel_name() -> None:
+    from arena.play.queue import CHANNEL_PREFIX, MAX_CHANNEL_BYTES, QUEUE_PREFIX, compatibility, queue_name
+
+    for compat in (None, "0.1.0-schema0003-protocol1", "10.20.30-schema0042_a_long_revision_name-protocol1"):
+        name = queue_name(compat)
+        assert name.startswith(QUEUE_PREFIX) and len(CHANNEL_PREFIX + name) <= MAX_CHANNEL_BYTES, name
+    assert queue_name("0.1.0-schema0003-protocol1") == QUEUE_PREFIX + "0.1.0-schema0003-protocol1"
+    assert queue_name().endswith("-protocol1") and queue_name() == queue_name(compatibility())

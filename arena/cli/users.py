@@ -1,0 +1,56 @@
+"""`arena users`: who may log in to the web app and submit bots (add prints a new token once)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..config import load_config
+from ..errors import UsageError
+from ..store.store import Store
+from ..store.users import add_user, check_user_name, remove_user, users
+
+
+def add_users_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("users", help="the web app's users: add (prints their token once), list, remove")
+    actions = p.add_subparsers(dest="users_action", required=True, metavar="{add,list,remove}")
+    for action, text in (("add", "add a user and print their token (only its hash is stored)"),
+                         ("list", "list the users"), ("remove", "remove a user: their token stops working")):
+        q = actions.add_parser(action, help=text)
+        if action != "list":
+            q.add_argument("name", help="the user's name, also their bot's name (A-Z a-z 0-9 _ -, up to 32)")
+        q.add_argument("file", nargs="?", help="a tournament file (its database); or give --db")
+        q.add_argument("--db", metavar="URL", help="the database: sqlite:///path or postgresql://user@host/name")
+    p.set_defaults(func=cmd_users)
+
+
+def _database(args: argparse.Namespace) -> str:
+    if (args.file is None) == (args.db is None):
+        raise UsageError(f"arena users {args.users_action} needs a tournament file or --db URL (one of them)")
+    return str(args.db if args.db is not None else load_config(args.file, check_programs=False).database)
+
+
+def cmd_users(args: argparse.Namespace) -> int:
+    if args.users_action != "list":
+        check_user_name(args.name)  # before the database is opened (or created)
+    store = Store(_database(args))
+    try:
+        if args.users_action == "add":
+            token = add_user(store, args.name)
+            # the token alone on stdout (TOKEN=$(arena users add ...)); how to use it on stderr
+            sys.stdout.write(token + "\n")
+            sys.stderr.write(f"added user {args.name}; the line above is their token, shown this once (the database "
+                             "keeps only its hash). Give it to them: they log in at /login with it, or send it as "
+                             "the header 'Authorization: Bearer TOKEN'.\n")
+        elif args.users_action == "remove":
+            remove_user(store, args.name)
+            sys.stdout.write(f"removed user {args.name}: their token no longer works (their bots and "
+                             "submissions stay)\n")
+        else:
+            sys.stdout.write(f"{'user':32s} {'state':8s} {'submissions':>11s}  added\n")
+            for u in users(store):
+                added = u.created_at.isoformat(timespec="seconds")
+                sys.stdout.write(f"{u.name:32s} {'active' if u.active else 'removed':8s} {u.submissions:11d}  {added}\n")
+    finally:
+        store.close()
+    return 0

@@ -1,0 +1,193 @@
+"""Who is asking: a user's token as ``Authorization: Bearer TOKEN`` (the API), or a session cookie
+set by /login (the browser), and the CSRF token every form carries.
+
+The session cookie holds ``payload.signature``: the payload (the user's id or none, the session's
+CSRF token, when it was issued) signed with HMAC-SHA256 under a secret made when the app starts
+(``secrets``, never stored): a restart logs everyone out, and nothing secret has to be kept on
+disk. The cookie is HttpOnly and SameSite=Strict (Secure over https). Every POST from a session
+must carry the session's CSRF token in the hidden field ``csrf`` (checked with
+``hmac.compare_digest``); a request with a bearer token needs none, as a browser never adds that
+header by itself. With ``WebSettings.private`` every page but /login and the stylesheet needs a
+user.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..store.store import Store
+from ..store.users import UserRow, active_user, user_for_token
+from .negotiate import page
+
+log = logging.getLogger("arena.web")
+COOKIE = "arena_session"
+SESSION_MAX_AGE_S = 12 * 3600  # a session cookie older than this is not accepted (log in again)
+CSRF_FIELD = "csrf"
+PUBLIC_WHEN_PRIVATE = ("/login", "/static/")  # what a private app shows without a token
+
+
+@dataclass(frozen=True)
+class Session:
+    """This request's session: its user (None: nobody), its CSRF token, how the user was known
+    (``"bearer"``, ``"cookie"`` or ``""``) and whether the cookie must be (re)sent."""
+
+    user: UserRow | None
+    csrf: str
+    issued: int
+    via: str = ""
+    dirty: bool = False
+    stored: bool = False  # the browser holds this session's cookie already
+
+
+def new_session(user: UserRow | None = None) -> Session:
+    return Session(user=user, csrf=secrets.token_urlsafe(24), issued=int(time.time()),
+                   via="cookie" if user else "", dirty=True)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def sign(secret: bytes, session: Session) -> str:
+    """The cookie's value for ``session``."""
+    payload = _b64(json.dumps({"u": session.user.id if session.user else None, "c": session.csrf,
+                               "t": session.issued}, separators=(",", ":")).encode())
+    return payload + "." + _b64(hmac.new(secret, payload.encode(), hashlib.sha256).digest())
+
+
+def unsign(secret: bytes, value: str) -> dict[str, Any] | None:
+    """The payload of a cookie this app signed and that is not too old, or None."""
+    payload, _, signature = value.partition(".")
+    expected = _b64(hmac.new(secret, payload.encode(), hashlib.sha256).digest())
+    if not signature or not hmac.compare_digest(signature, expected):
+        return None
+    try:
+        data = json.loads(_unb64(payload))
+    except (binascii.Error, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("c"), str) or not isinstance(data.get("t"), int):
+        return None
+    if not 0 <= time.time() - data["t"] <= SESSION_MAX_AGE_S:
+        return None
+    return data
+
+
+def _bearer(scope: Scope) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else ""
+    return None
+
+
+def _cookie(request: Request) -> str | None:
+    return request.cookies.get(COOKIE)
+
+
+class Sessions:
+    """ASGI middleware: finds this request's session (``request.scope["arena_session"]``), refuses
+    a private app's pages to nobody (401), and sends the cookie back when the session changed."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        state = scope["app"].state
+        # the users are looked up on a thread, as the pages' queries are: the loop never waits on the database
+        session = await run_in_threadpool(self.session_of, request, state.store, state.session_secret)
+        scope["arena_session"] = session
+        if state.settings.private and session.user is None and not scope["path"].startswith(PUBLIC_WHEN_PRIVATE):
+            response = page(request, "error.html", {"status": 401, "error": "this arena is private: log in with "
+                                                    "your token first"}, status=401)
+            response.headers["www-authenticate"] = "Bearer"
+            await response(scope, receive, send)
+            return
+
+        async def send_with_cookie(message: Message) -> None:
+            final: Session = scope["arena_session"]
+            if message["type"] == "http.response.start" and final.dirty:
+                secure = "; Secure" if scope.get("scheme") == "https" else ""
+                cookie = (f"{COOKIE}={sign(state.session_secret, final)}; Path=/; HttpOnly; SameSite=Strict; "
+                          f"Max-Age={SESSION_MAX_AGE_S}{secure}")
+                message = dict(message, headers=[*message.get("headers", []), (b"set-cookie", cookie.encode())])
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+    @staticmethod
+    def session_of(request: Request, store: Store, secret: bytes) -> Session:
+        """A bearer token's user, else the cookie's session (with its user if they are still one),
+        else a new anonymous session (sent only if a page uses its CSRF token)."""
+        token = _bearer(request.scope)
+        value = _cookie(request)
+        data = unsign(secret, value) if value else None
+        session = Session(None, data["c"], data["t"], stored=True) if data else replace(new_session(), dirty=False)
+        try:
+            if token is not None:
+                return replace(session, user=user_for_token(store, token), via="bearer")
+            if data and isinstance(data.get("u"), int):
+                user = active_user(store, data["u"])
+                return replace(session, user=user, via="cookie" if user else "")
+        except SQLAlchemyError as exc:  # a database from before the users table: nobody is a user there
+            log.warning("cannot read the users: %s", str(exc).splitlines()[0])
+        return session
+
+
+def session_of(request: Request) -> Session:
+    session: Session = request.scope["arena_session"]
+    return session
+
+
+def set_session(request: Request, session: Session) -> None:
+    """Replace this request's session (login, logout); the response carries the new cookie."""
+    request.scope["arena_session"] = replace(session, dirty=True)
+
+
+def csrf_token(request: Request) -> str:
+    """The session's CSRF token for a form's hidden field (a new session's cookie is sent with it)."""
+    session = session_of(request)
+    if not session.stored and not session.dirty and session.via != "bearer":
+        request.scope["arena_session"] = replace(session, dirty=True)
+    return session.csrf
+
+
+def check_csrf(request: Request, given: object) -> None:
+    """A POST from a session must carry its CSRF token (403 otherwise); a bearer token needs none."""
+    session = session_of(request)
+    if session.via == "bearer":
+        return
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), session.csrf.encode()):
+        raise HTTPException(403, "this form is out of date or did not come from this site (no or wrong CSRF "
+                                 "token): load the page again and resend it")
+
+
+def require_user(request: Request) -> UserRow:
+    """The user asking, or 401."""
+    session = session_of(request)
+    if session.user is None:
+        why = "the token is not a user's" if session.via == "bearer" else "log in with your token first"
+        raise HTTPException(401, why, headers={"www-authenticate": "Bearer"})
+    return session.user

@@ -1,0 +1,354 @@
+"""Access and submission: bearer tokens and the login cookie, CSRF on every form, a private app,
+and bots submitted through /submit: checked by the real `referee check` in the real sandbox,
+entered into the ladder as a new version (the old one retired) or rejected with the reason;
+oversized uploads and every kind of bad archive refused, bot-chosen text shown escaped."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from starlette.testclient import TestClient
+
+from arena.play.archives import CACHE_ENV
+from arena.store.models import User
+from arena.store.store import Store
+from arena.store.users import add_user
+from tests.arena.test_arena_archives import gzipped, member, sample_members, tar_bytes
+from tests.web.web_support import client_for
+
+LADDER = "open"
+RANDOM = f"{sys.executable} random_bot.py"  # the sample random bot at the archive's root
+CHECK_WAIT_S = 120.0  # a check of 2 x 1 games of real sandboxed bots; bounded by check_timeout_s too
+TIME_CONTROL = {"move_time_ms": 2000, "grace_ms": 50, "startup_time_ms": 10_000, "cpu_time_ms": 0,
+                "bank_initial_ms": 0, "bank_increment_ms": 0}
+
+
+@pytest.fixture
+def ladder_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A database holding an empty ladder; the archive cache in this test's folder."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    url = f"sqlite:///{tmp_path / 'ladder.db'}"
+    store = Store(url)
+    store.create_tournament(LADDER, "fingerprint", {"players": 2, "time_control": TIME_CONTROL}, [])
+    store.close()
+    return url
+
+
+@pytest.fixture
+def tokens(ladder_db: str) -> dict[str, str]:
+    store = Store(ladder_db)
+    try:
+        return {name: add_user(store, name) for name in ("alice", "bob")}
+    finally:
+        store.close()
+
+
+def app(db: str, **settings: Any) -> Iterator[TestClient]:
+    yield from client_for(db, submit=LADDER, check_games=1, check_timeout_s=CHECK_WAIT_S, **settings)
+
+
+@pytest.fixture
+def web(ladder_db: str) -> Iterator[TestClient]:
+    yield from app(ladder_db)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}", "accept": "application/json"}
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found, html
+    return found.group(1)
+
+
+def log_in(web: TestClient, token: str) -> str:
+    """Log in through the form, as a browser does; the session's CSRF token for the next forms."""
+    form = web.get("/login")
+    answer = web.post("/login", data={"token": token, "csrf": csrf_of(form.text), "next": "/submit"},
+                      follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"] == "/submit", answer.text
+    return csrf_of(web.get("/submit").text)
+
+
+def archive(extra: list[tuple[tarfile.TarInfo, bytes | None]] | None = None, sample: bool = True) -> bytes:
+    return gzipped(tar_bytes([*(sample_members() if sample else []), *(extra or [])]))
+
+
+def send(web: TestClient, content: bytes, command: str = RANDOM, headers: dict[str, str] | None = None,
+         csrf: str | None = None) -> Any:
+    data = {"command": command, **({"csrf": csrf} if csrf else {})}
+    return web.post("/submit", files={"archive": ("bot.tar.gz", content, "application/gzip")}, data=data,
+                    headers=headers or {}, follow_redirects=False)
+
+
+def verdict(web: TestClient, sid: int, token: str) -> dict[str, Any]:
+    """The submission once its check has ended (polled, bounded)."""
+    deadline = time.monotonic() + CHECK_WAIT_S + 30
+    while True:
+        found: dict[str, Any] = web.get(f"/submissions/{sid}.json", headers=bearer(token)).json()["submission"]
+        if found["status"] != "checking" or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def pool(db: str) -> dict[str, bool]:
+    store = Store(db, read_only=True)
+    try:
+        tid = store.tournament_id(LADDER)
+        assert tid is not None
+        return {b.name: b.active for b in store.bots(tid)}
+    finally:
+        store.close()
+
+
+# --- access -------------------------------------------------------------------------------------
+
+
+def test_a_bearer_token_is_a_user_and_a_wrong_one_is_a_401(web: TestClient, tokens: dict[str, str]) -> None:
+    mine = web.get("/submit", headers=bearer(tokens["alice"]))
+    assert mine.status_code == 200 and mine.json()["user"] == "alice" and mine.json()["next_bot"] == "alice.v1"
+    for headers in (bearer(tokens["alice"] + "x"), bearer(""), {"accept": "application/json"}):
+        refused = web.get("/submit", headers=headers)
+        assert refused.status_code == 401 and refused.json()["status"] == 401, headers
+    page = web.get("/submit")
+    assert page.status_code == 401 and "Log in" in page.text and "Traceback" not in page.text
+    assert "set-cookie" not in mine.headers  # the API gets no session
+
+
+def test_logging_in_sets_a_strict_httponly_cookie_and_logging_out_ends_it(web: TestClient,
+                                                                          tokens: dict[str, str]) -> None:
+    form = web.get("/login")
+    cookie = form.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    wrong = web.post("/login", data={"token": "nope", "csrf": csrf_of(form.text)})
+    assert wrong.status_code == 401 and "not a user" in wrong.text
+    csrf = log_in(web, tokens["bob"])
+    assert "<strong>bob</strong>" in web.get("/submit").text
+    assert csrf != csrf_of(form.text), "a login gives the session a new CSRF token"
+    assert web.post("/logout", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    assert web.get("/submit").status_code == 401
+
+
+def test_a_removed_users_session_and_token_stop_working(web: TestClient, tokens: dict[str, str],
+                                                        ladder_db: str) -> None:
+    from arena.store.users import remove_user
+
+    log_in(web, tokens["alice"])
+    store = Store(ladder_db)
+    remove_user(store, "alice")
+    store.close()
+    assert web.get("/submit").status_code == 401
+    assert web.get("/submit", headers=bearer(tokens["alice"])).status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/login", "/logout", "/submit"])
+@pytest.mark.parametrize("csrf", [None, "wrong"])
+def test_a_form_without_the_sessions_csrf_token_is_refused(web: TestClient, tokens: dict[str, str], path: str,
+                                                           csrf: str | None) -> None:
+    log_in(web, tokens["alice"])
+    data = {"token": tokens["alice"], "command": RANDOM, **({"csrf": csrf} if csrf else {})}
+    files = {"archive": ("bot.tar.gz", archive(), "application/gzip")} if path == "/submit" else None
+    refused = web.post(path, data=data, files=files, follow_redirects=False)
+    assert refused.status_code == 403 and "CSRF" in refused.text, refused.text
+    assert "<strong>alice</strong>" in web.get("/submit").text, "still logged in: the forms did nothing"
+
+
+def test_a_private_app_shows_nothing_without_a_token(ladder_db: str, tokens: dict[str, str]) -> None:
+    for web in app(ladder_db, private=True):
+        for path in ("/", "/.json", "/submit", "/submissions/1", "/t/open", "/no/such/page"):
+            refused = web.get(path)
+            assert refused.status_code == 401 and LADDER not in refused.text, path
+        assert web.get("/", headers=bearer("wrong")).status_code == 401
+        assert web.get("/login").status_code == 200
+        assert web.get("/.json", headers=bearer(tokens["bob"])).json()["tournaments"][0]["name"] == LADDER
+        log_in(web, tokens["bob"])
+        assert LADDER in web.get("/").text
+
+
+def test_submission_is_closed_unless_the_operator_opens_it(ladder_db: str, tokens: dict[str, str]) -> None:
+    for web in client_for(ladder_db):
+        closed = web.get("/submit", headers=bearer(tokens["alice"]))
+        assert closed.status_code == 404 and "--submit" in closed.json()["error"]
+
+
+# --- submitting -------------------------------------------------------------------------------------
+
+
+def test_a_bot_passes_the_real_check_and_each_version_replaces_the_last_in_the_ladder(
+        web: TestClient, tokens: dict[str, str], ladder_db: str) -> None:
+    alice = tokens["alice"]
+    first = send(web, archive(), headers=bearer(alice))
+    assert first.status_code == 202, first.text
+    sid = first.json()["submission"]["id"]
+    done = verdict(web, sid, alice)
+    assert done["status"] == "accepted", done
+    assert done["bot"] == "alice.v1" and "clean: every answer was a legal move in time" in done["report"]
+    assert "sandbox: bwrap" in done["report"]
+    assert pool(ladder_db) == {"alice.v1": True}
+
+    csrf = log_in(web, alice)  # the second version through the browser's form
+    second = send(web, archive([member("notes.txt", b"v2")]), csrf=csrf)
+    assert second.status_code == 303
+    sid2 = int(second.headers["location"].rsplit("/", 1)[1])
+    assert verdict(web, sid2, alice)["status"] == "accepted"
+    assert pool(ladder_db) == {"alice.v1": False, "alice.v2": True}, "the old version leaves, its rows stay"
+    page = web.get(f"/submissions/{sid2}")
+    assert "accepted" in page.text and "alice.v2" in page.text and 'http-equiv="refresh"' not in page.text
+    listed = web.get("/submit.json", headers=bearer(alice)).json()
+    assert [s["bot"] for s in listed["submissions"]] == ["alice.v2", "alice.v1"] and listed["next_bot"] == "alice.v3"
+    # another user's submission is not theirs to see
+    assert web.get(f"/submissions/{sid}.json", headers=bearer(tokens["bob"])).status_code == 404
+
+
+def test_a_bot_that_fails_the_check_is_rejected_with_the_reason_and_its_output_escaped(
+        web: TestClient, tokens: dict[str, str], ladder_db: str) -> None:
+    hostile = "<script>alert('owned')</script>"
+    program = f"import sys\nprint({hostile!r}, file=sys.stderr)\nsys.exit(3)\n".encode()
+    sent = send(web, archive([member("bot.py", program)], sample=False), command=f"{sys.executable} bot.py",
+                headers=bearer(tokens["bob"]))
+    assert sent.status_code == 202, sent.text
+    sid = sent.json()["submission"]["id"]
+    done = verdict(web, sid, tokens["bob"])
+    assert done["status"] == "rejected" and "NOT CLEAN" in done["reason"] and done["bot"] is None, done
+    assert hostile in done["report"]
+    page = web.get(f"/submissions/{sid}", headers={"authorization": f"Bearer {tokens['bob']}"}).text
+    assert "Rejected: NOT CLEAN" in page and hostile not in page and "&lt;script&gt;alert(" in page
+    assert pool(ladder_db) == {}
+
+
+def test_an_oversized_upload_is_refused_before_it_is_read(ladder_db: str, tokens: dict[str, str]) -> None:
+    for web in app(ladder_db, max_upload_bytes=4096):
+        with_length = send(web, archive() + bytes(70 * 1024), headers=bearer(tokens["alice"]))
+        assert with_length.status_code == 413 and "at most 4096 bytes" in with_length.json()["error"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: refused while it is read
+            yield b"--x\r\n"
+            for _ in range(200):
+                yield b"\0" * 1024
+
+        streamed = web.post("/submit", content=chunks(), headers={
+            **bearer(tokens["alice"]), "content-type": "multipart/form-data; boundary=x"})
+        assert streamed.status_code == 413
+        just_over = send(web, archive([member("p.bin", bytes(5000))], sample=False) + bytes(5000),
+                         headers=bearer(tokens["alice"]))
+        assert just_over.status_code == 413
+
+
+@pytest.mark.parametrize("content, command, said", [
+    (b"not a gzip file", RANDOM, "is not a gzip'd tar archive"),
+    (gzipped(b"not a tar stream" * 100), RANDOM, "holds no valid tar archive"),
+    (archive([member("/etc/evil", b"x")]), RANDOM, "has an absolute path"),
+    (archive([member("../evil", b"x")]), RANDOM, "has .. in its path"),
+    (archive([member("casino_bot/../../evil", b"x")]), RANDOM, "has .. in its path"),
+    (archive([member("out", kind=tarfile.SYMTYPE, link="/etc/passwd")]), RANDOM, "outside the archive"),
+    (archive([member("up", kind=tarfile.SYMTYPE, link="../../x")]), RANDOM, "outside the archive"),
+    (archive([member("hard", kind=tarfile.LNKTYPE, link="/etc/shadow")]), RANDOM, "hard link"),
+    (archive([member("dev", kind=tarfile.CHRTYPE)]), RANDOM, "device file"),
+    (archive([member("fifo", kind=tarfile.FIFOTYPE)]), RANDOM, "FIFO"),
+    (archive(), "./missing_bot", "is not in the archive"),
+    (archive(), "127.0.0.1:9000", "is an address"),
+    (archive(), "", "no command"),
+], ids=["not-gzip", "not-tar", "absolute", "dotdot", "dotdot-inside", "symlink-absolute", "symlink-up", "hardlink-out",
+        "device", "fifo", "program-missing", "address", "no-command"])
+def test_a_bad_archive_or_command_is_refused_with_its_reason(web: TestClient, tokens: dict[str, str],
+                                                             content: bytes, command: str, said: str,
+                                                             ladder_db: str) -> None:
+    refused = send(web, content, command=command, headers=bearer(tokens["alice"]))
+    assert refused.status_code == 400 and said in refused.json()["error"], refused.text
+    store = Store(ladder_db, read_only=True)
+    with store.session() as s:
+        assert s.scalar(select(User.name).where(User.name == "alice")) == "alice"
+    store.close()
+    assert web.get("/submit.json", headers=bearer(tokens["alice"])).json()["submissions"] == []
+
+
+def test_a_hostile_user_name_is_shown_escaped(web: TestClient, ladder_db: str) -> None:
+    store = Store(ladder_db)  # a name no `arena users add` allows, written straight into the table
+    token = add_user(store, "mallory")
+    with store.session() as s, s.begin():
+        user = s.scalar(select(User).where(User.name == "mallory"))
+        assert user is not None
+        user.name = "<img src=x onerror=alert(1)>"
+    store.close()
+    page = web.get("/submit", headers={"authorization": f"Bearer {token}"}).text
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--submit", "nowhere"], "no ladder named \"nowhere\""),
+    (["--submit", LADDER, "--max-upload", "0"], "--max-upload"),
+])
+def test_arena_web_refuses_a_bad_submit_setting_in_one_line(ladder_db: str, args: list[str], said: str,
+                                                            tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "web", "--db", ladder_db, "--listen", "127.0.0.1:1",
+                           *args], check=False, capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+    assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_check_that_runs_too_long_is_stopped_and_rejected_and_its_bot_killed(
+        ladder_db: str, tokens: dict[str, str]) -> None:
+    from tests.conftest import assert_no_bot_processes
+
+    hang = b"import time\ntime.sleep(600)\n"  # never answers: the check cannot end before its startup limit (10 s)
+    for web in client_for(ladder_db, submit=LADDER, check_games=1, check_timeout_s=2):
+        sent = send(web, archive([member("hang_bot.py", hang)], sample=False), command=f"{sys.executable} hang_bot.py",
+                    headers=bearer(tokens["alice"]))
+        done = verdict(web, sent.json()["submission"]["id"], tokens["alice"])
+        assert done["status"] == "rejected" and "took longer than 2 s" in done["reason"], done
+    assert_no_bot_processes(wait_s=10, patterns=("hang_bot.py",))
+
+
+def test_a_forged_or_altered_session_cookie_is_nobody(web: TestClient, tokens: dict[str, str]) -> None:
+    import base64
+    import json
+
+    from arena.web.auth import COOKIE, Session, sign
+
+    log_in(web, tokens["alice"])
+    value = web.cookies[COOKIE]
+    payload, signature = value.split(".")
+    data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    data["u"] += 1  # bob, with alice's signature
+    altered = base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=") + "." + signature
+    forged = sign(b"another secret", Session(user=None, csrf="x", issued=data["t"]))
+    web.cookies.clear()
+    for cookie in (altered, forged, "garbage", value[:-2]):
+        assert web.get("/submit", headers={"cookie": f"{COOKIE}={cookie}"}).status_code == 401, cookie
+    assert web.get("/submit", headers={"cookie": f"{COOKIE}={value}"}).status_code == 200
+
+
+def test_login_sends_only_to_this_sites_pages(web: TestClient, tokens: dict[str, str]) -> None:
+    for target, expected in (("//evil.example/x", "/"), ("https://evil.example/", "/"), ("/submit", "/submit")):
+        form = web.get("/login")
+        answer = web.post("/login", data={"token": tokens["bob"], "csrf": csrf_of(form.text), "next": target},
+                          follow_redirects=False)
+        assert answer.headers["location"] == expected, target
+
+
+def test_a_check_a_stopped_server_left_unfinished_runs_at_its_next_start(ladder_db: str,
+                                                                        tokens: dict[str, str]) -> None:
+    from arena.bot_archive import check_archive
+    from arena.store.submissions import new_submission
+    from arena.store.users import user_for_token
+
+    content = archive([member("bot.py", b"raise SystemExit(3)\n")], sample=False)
+    store = Store(ladder_db)
+    sha = check_archive(content).sha256
+    store.put_archive(sha, content)
+    user = user_for_token(store, tokens["bob"])
+    tid = store.tournament_id(LADDER)
+    assert user is not None and tid is not None
+    left = new_submission(store, user.id, tid, sha, f"{sys.executable} bot.py")  # as a stopped server left it
+    store.close()
+    for web in app(ladder_db):
+        assert verdict(web, left.id, tokens["bob"])["status"] == "rejected"
