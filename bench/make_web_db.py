@@ -39,7 +39,8 @@ from arena.config import TournamentConfig, parse_config
 from arena.play.rate import apply_ratings
 from arena.play.runner import config_settings, game_setup
 from arena.schedule.pairings import round_robin
-from arena.store.models import Game, GameStatus, Tournament
+from arena.store.game_seats import seat_rows
+from arena.store.models import Game, GameSeat, GameStatus, Tournament
 from arena.store.store import BotSpec, StorageError, Store
 from referee.match.outcome import normal_result
 from referee.match.record import SeatRecord, referee_record
@@ -161,17 +162,19 @@ class _Serial:
 
 
 def _insert(store: Store, tid: int, rows: list[dict[str, Any]], by_number: dict[int, Any]) -> int:
-    """One transaction of finished games (one multi-row INSERT)."""
+    """One transaction of finished games and their game_seats rows, as Store.finish writes them."""
     if not rows:
         return 0
-    values = []
+    values, seats = [], []
     for row in rows:
         g = by_number[row["number"]]
         values.append({"tournament_id": tid, "number": g.number, "round": 1, "set_number": g.set_number,
                        "deck_seed": g.deck_seed, "seat_bots": list(g.seat_bots), "status": GameStatus.DONE.value,
                        "attempt": 1, "error": None, "job_id": None, "worker": None, **row})
+        seats += seat_rows(tid, g.number, list(g.seat_bots), row["result"])
     with store.engine.begin() as conn:
         conn.execute(insert(Game), values)
+        conn.execute(insert(GameSeat), seats)
     return len(values)
 
 
