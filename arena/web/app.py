@@ -8,12 +8,13 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
@@ -21,7 +22,7 @@ from ..errors import UsageError, quoted
 from ..store.store import Store
 from .auth import Sessions
 from .checks import SubmissionChecks
-from .negotiate import JsonSuffix, page
+from .negotiate import JsonSuffix, page, wants_json
 from .pages import bot, game, games, leaderboard, live, login, submit, tournaments
 from .settings import WebSettings
 
@@ -43,6 +44,11 @@ def routes() -> list[BaseRoute]:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 401 and request.method == "GET" and not wants_json(request) \
+            and request.url.path != "/login":
+        # a person at a page that needs a user: to the login form, and back here after it
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"{request.url_for('login').path}?{urlencode({'next': target})}", status_code=303)
     response = page(request, "error.html", {"status": exc.status_code, "error": exc.detail}, status=exc.status_code)
     response.headers.update(exc.headers or {})
     return response

@@ -85,14 +85,14 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def serve(db: str, folder: Path) -> Iterator[WebServer]:
+def serve(db: str, folder: Path, *options: str) -> Iterator[WebServer]:
     """`python -m arena.cli web --db DB` on a free port, until it answers (bounded); stopped at the end.
     Its output goes to a log file in ``folder``."""
     port = free_port()
     log = folder / f"arena-web-{port}.log"
     with log.open("wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "arena.cli", "web", "--db", db, "--listen",
-                                    f"127.0.0.1:{port}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                    f"127.0.0.1:{port}", *options], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)
     server = WebServer(f"http://127.0.0.1:{port}", process, log)
     try:

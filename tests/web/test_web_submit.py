@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from sqlalchemy import select
@@ -63,6 +64,11 @@ def web(ladder_db: str) -> Iterator[TestClient]:
 
 def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}", "accept": "application/json"}
+
+
+def sent_to_login(answer: Any, back_to: str) -> bool:
+    """A page that needs a user, asked for by a browser without one: a redirect to the login form."""
+    return bool(answer.status_code == 303 and answer.headers["location"] == f"/login?next={quote(back_to, safe='')}")
 
 
 def csrf_of(html: str) -> str:
@@ -120,8 +126,9 @@ def test_a_bearer_token_is_a_user_and_a_wrong_one_is_a_401(web: TestClient, toke
     for headers in (bearer(tokens["alice"] + "x"), bearer(""), {"accept": "application/json"}):
         refused = web.get("/submit", headers=headers)
         assert refused.status_code == 401 and refused.json()["status"] == 401, headers
-    page = web.get("/submit")
-    assert page.status_code == 401 and "Log in" in page.text and "Traceback" not in page.text
+    page = web.get("/submit", follow_redirects=False)  # a person, not the API: to the login form, and back after
+    assert sent_to_login(page, "/submit")
+    assert web.get("/submit?x=1", follow_redirects=False).headers["location"] == "/login?next=%2Fsubmit%3Fx%3D1"
     assert "set-cookie" not in mine.headers  # the API gets no session
 
 
@@ -136,7 +143,7 @@ def test_logging_in_sets_a_strict_httponly_cookie_and_logging_out_ends_it(web: T
     assert "<strong>bob</strong>" in web.get("/submit").text
     assert csrf != csrf_of(form.text), "a login gives the session a new CSRF token"
     assert web.post("/logout", data={"csrf": csrf}, follow_redirects=False).status_code == 303
-    assert web.get("/submit").status_code == 401
+    assert sent_to_login(web.get("/submit", follow_redirects=False), "/submit")
 
 
 def test_a_removed_users_session_and_token_stop_working(web: TestClient, tokens: dict[str, str],
@@ -147,7 +154,7 @@ def test_a_removed_users_session_and_token_stop_working(web: TestClient, tokens:
     store = Store(ladder_db)
     remove_user(store, "alice")
     store.close()
-    assert web.get("/submit").status_code == 401
+    assert sent_to_login(web.get("/submit", follow_redirects=False), "/submit")
     assert web.get("/submit", headers=bearer(tokens["alice"])).status_code == 401
 
 
@@ -323,7 +330,8 @@ def test_a_forged_or_altered_session_cookie_is_nobody(web: TestClient, tokens: d
     forged = sign(b"another secret", Session(user=None, csrf="x", issued=data["t"]))
     web.cookies.clear()
     for cookie in (altered, forged, "garbage", value[:-2]):
-        assert web.get("/submit", headers={"cookie": f"{COOKIE}={cookie}"}).status_code == 401, cookie
+        assert sent_to_login(web.get("/submit", headers={"cookie": f"{COOKIE}={cookie}"}, follow_redirects=False),
+                             "/submit"), cookie
     assert web.get("/submit", headers={"cookie": f"{COOKIE}={value}"}).status_code == 200
 
 
