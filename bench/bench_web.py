@@ -31,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_cpu_clock import cpu_model  # the machine's CPU as the other benchmarks name it
+
 from arena.store.store import StorageError, Store
 
 START_TIMEOUT_S = 60.0
@@ -113,16 +115,6 @@ def p99(values: list[float]) -> float:
     return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def describe(db: str, name: str | None) -> tuple[str, str, int]:
     """The tournament to time (the named one, else the one with the most games), its first bot and its games."""
     store = Store(db, read_only=True)
@@ -186,7 +178,7 @@ def main() -> int:
             server.wait(10)
         except subprocess.TimeoutExpired:
             server.kill()
-    machine = (f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+    machine = (f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
                f"{platform.system()} {platform.release()}")
     print(f"`arena web` over {args.db.split(':', 1)[0].split('+')[0]} database: tournament {tournament!r}, "
           f"{games} games; {args.runs} timed requests per page after {args.warmup} untimed, one kept-alive "

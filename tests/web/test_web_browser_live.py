@@ -4,17 +4,11 @@ each released turn's plays appear in the open viewer, and the end shows the resu
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arena.store.store import Store
-from tests.arena_support import arena_argv, arena_env, kill_marked_processes, new_marker, wait_no_marked_processes
-from tests.conftest import ROOT
 from tests.web.browser_support import screenshot, serve
-from tests.web.test_web_live import NAME, held_tournament
+from tests.web.test_web_live import NAME, held_run
 
 if TYPE_CHECKING:  # the module imports without playwright: its tests then skip (browser_support says why)
     from playwright.sync_api import Page
@@ -24,12 +18,7 @@ WAIT_MS = 90_000  # bounded waits for what a loaded machine may take seconds to 
 
 def test_the_live_page_and_the_viewer_show_a_running_games_plays_as_they_happen(page: Page, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'live.db'}"
-    marker = new_marker()
-    path, gates = held_tournament(tmp_path, marker, url)
-    Store(url).close()  # the schema exists before the web opens it
-    run = subprocess.Popen(arena_argv("run", str(path)), cwd=ROOT, env=arena_env(), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, start_new_session=True)
-    try:
+    with held_run(tmp_path, url) as (run, gates):
         with serve(url, tmp_path) as server:
             page.goto(server.url("/live"))
             # the page redraws itself from /live.json: the held game appears with its plays so far
@@ -55,9 +44,3 @@ def test_the_live_page_and_the_viewer_show_a_running_games_plays_as_they_happen(
             assert "wins" in page.locator("#final").inner_text() or "draw" in page.locator("#final").inner_text()
         _, err = run.communicate(timeout=180)
         assert run.returncode == 0, err.decode(errors="replace")[-2000:]
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait(timeout=30)
-        kill_marked_processes(marker)
-    assert wait_no_marked_processes(marker) == []

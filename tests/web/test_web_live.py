@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+
 from arena.store.store import Store
 from referee.rules import replay_record
 from tests.arena_support import (
@@ -62,6 +63,25 @@ def held_tournament(folder: Path, marker: str, url: str) -> tuple[Path, Path]:
     return path, gates
 
 
+@contextlib.contextmanager
+def held_run(folder: Path, url: str) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """A real `arena run` of ``held_tournament`` in the background: (its process, the gates folder);
+    killed at the end if it is still running, and none of its bots left behind."""
+    marker = new_marker()
+    path, gates = held_tournament(folder, marker, url)
+    Store(url).close()  # the schema exists before a reader opens it
+    run = subprocess.Popen(arena_argv("run", str(path)), cwd=ROOT, env=arena_env(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        yield run, gates
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(timeout=30)
+        kill_marked_processes(marker)
+    assert wait_no_marked_processes(marker) == []
+
+
 def events_of(lines: Iterator[str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(event, data) of each server-sent event; comments and the retry line skipped."""
     event = ""
@@ -92,12 +112,7 @@ def assert_prefix(partial: dict[str, Any], final: dict[str, Any]) -> None:
 def test_a_running_games_plays_reach_the_web_and_its_row_goes_when_it_is_stored(
         kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'live.db'}" if kind == "sqlite" else str(request.getfixturevalue("pg_url"))
-    marker = new_marker()
-    path, gates = held_tournament(tmp_path, marker, url)
-    Store(url).close()  # the schema exists before the reader opens it
-    run = subprocess.Popen(arena_argv("run", str(path)), cwd=ROOT, env=arena_env(), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, start_new_session=True)
-    try:
+    with held_run(tmp_path, url) as (run, gates):
         with _client(url) as web:
             store: Store = web.app.state.store  # type: ignore[attr-defined]
             # held at the gated bot's turn 3: the plays before it are live
@@ -158,12 +173,6 @@ def test_a_running_games_plays_reach_the_web_and_its_row_goes_when_it_is_stored(
                 assert list(events_of(stream.iter_lines())) == [("done", {"status": "done"})]
             assert web.get(f"/t/{NAME}/games/9/events").status_code == 404
             assert web.get("/t/nope/games/1/events").status_code == 404
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait(timeout=30)
-        kill_marked_processes(marker)
-    assert wait_no_marked_processes(marker) == []
 
 
 def _client(url: str, **settings: object) -> Any:
