@@ -64,13 +64,14 @@ def held_tournament(folder: Path, marker: str, url: str) -> tuple[Path, Path]:
 
 
 @contextlib.contextmanager
-def held_run(folder: Path, url: str) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
-    """A real `arena run` of ``held_tournament`` in the background: (its process, the gates folder);
-    killed at the end if it is still running, and none of its bots left behind."""
+def held_run(folder: Path, url: str, *options: str) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """A real `arena run` of ``held_tournament`` in the background (``options``: e.g. ``--queue``):
+    (its process, the gates folder); killed at the end if it is still running, and none of its
+    bots left behind."""
     marker = new_marker()
     path, gates = held_tournament(folder, marker, url)
     Store(url).close()  # the schema exists before a reader opens it
-    run = subprocess.Popen(arena_argv("run", str(path)), cwd=ROOT, env=arena_env(), stdout=subprocess.DEVNULL,
+    run = subprocess.Popen(arena_argv("run", str(path), *options), cwd=ROOT, env=arena_env(), stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, start_new_session=True)
     try:
         yield run, gates
@@ -178,3 +179,24 @@ def test_a_running_games_plays_reach_the_web_and_its_row_goes_when_it_is_stored(
 def _client(url: str, **settings: object) -> Any:
     """The app over ``url`` as a context manager (client_for's generator, entered and left once)."""
     return contextlib.contextmanager(client_for)(url, events_max_s=120.0, **settings)
+
+
+def test_a_queue_workers_running_game_is_live_too(pg_url: str, tmp_path: Path) -> None:
+    """Workers on other machines write the same rows: a queued game held mid-way by its gated bot
+    is listed on /live with the worker's plays, and its row goes once the worker stores it."""
+    from tests.arena.queue_support import workers
+
+    with held_run(tmp_path, pg_url, "--queue") as (run, gates), workers(pg_url, tmp_path / "workers", 1):
+        with _client(pg_url) as web:
+            store: Store = web.app.state.store  # type: ignore[attr-defined]
+            (row,) = wait_for("live game", lambda: [r for r in store.live_games() if r.plays] or None)
+            assert row.tournament == NAME and row.number == 1 and row.worker  # played by the worker
+            listed = web.get("/live.json").json()["games"]
+            assert [(g["number"], g["plays"]) for g in listed] == [(1, row.plays)]
+            views = web.get(f"/t/{NAME}/games/1/states").json()["views"]
+            assert len(views) == row.plays + 1
+            (gates / "turn-3").touch()
+            (gates / "turn-4").touch()
+            _, err = run.communicate(timeout=180)
+            assert run.returncode == 0, err.decode(errors="replace")[-2000:]
+            assert store.live_games() == [] and web.get("/live.json").json()["games"] == []
