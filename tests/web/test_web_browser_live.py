@@ -22,11 +22,13 @@ def test_the_live_page_and_the_viewer_show_a_running_games_plays_as_they_happen(
         with serve(url, tmp_path) as server:
             page.goto(server.url("/live"))
             # the page redraws itself from /live.json: the held game appears with its plays so far
+            # (at its gated bot's turn 3: two turns each, and the greedy bot's third when it moves first)
             page.wait_for_function("() => [...document.querySelectorAll('#live-games tbody tr')]"
-                                   ".some((r) => Number(r.cells[3].textContent) > 0)", timeout=WAIT_MS)
+                                   ".some((r) => Number(r.cells[3].textContent) >= 4)", timeout=WAIT_MS)
             row = page.locator("#live-games tbody tr").first
             assert row.locator("td").nth(2).inner_text() == "gated · greedy"
             held = int(row.locator("td").nth(3).inner_text())
+            assert held in (4, 5)
             screenshot(page, "live")
             with page.expect_navigation():
                 row.locator("td").nth(1).locator("a").click()

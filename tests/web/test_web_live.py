@@ -116,8 +116,9 @@ def test_a_running_games_plays_reach_the_web_and_its_row_goes_when_it_is_stored(
     with held_run(tmp_path, url) as (run, gates):
         with _client(url) as web:
             store: Store = web.app.state.store  # type: ignore[attr-defined]
-            # held at the gated bot's turn 3: the plays before it are live
-            (row,) = wait_for("live game", lambda: [r for r in store.live_games() if r.plays] or None)
+            # held at the gated bot's turn 3: the plays before it are live (the writer may report a
+            # smaller count first, while they are being made; the held count is at least 4)
+            (row,) = wait_for("live game", lambda: [r for r in store.live_games() if r.plays >= 4] or None)
             held = row.plays
             assert row.tournament == NAME and row.number == 1 and row.seat_names == ("gated", "greedy")
             assert held in (4, 5)  # two turns each, and the greedy bot's third when it moves first
@@ -186,17 +187,19 @@ def test_a_queue_workers_running_game_is_live_too(pg_url: str, tmp_path: Path) -
     is listed on /live with the worker's plays, and its row goes once the worker stores it."""
     from tests.arena.queue_support import workers
 
-    with held_run(tmp_path, pg_url, "--queue") as (run, gates), workers(pg_url, tmp_path / "workers", 1):
-        with _client(pg_url) as web:
-            store: Store = web.app.state.store  # type: ignore[attr-defined]
-            (row,) = wait_for("live game", lambda: [r for r in store.live_games() if r.plays] or None)
-            assert row.tournament == NAME and row.number == 1 and row.worker  # played by the worker
-            listed = web.get("/live.json").json()["games"]
-            assert [(g["number"], g["plays"]) for g in listed] == [(1, row.plays)]
-            views = web.get(f"/t/{NAME}/games/1/states").json()["views"]
-            assert len(views) == row.plays + 1
-            (gates / "turn-3").touch()
-            (gates / "turn-4").touch()
-            _, err = run.communicate(timeout=180)
-            assert run.returncode == 0, err.decode(errors="replace")[-2000:]
-            assert store.live_games() == [] and web.get("/live.json").json()["games"] == []
+    with held_run(tmp_path, pg_url, "--queue") as (run, gates), workers(pg_url, tmp_path / "workers", 1), \
+            _client(pg_url) as web:
+        store: Store = web.app.state.store  # type: ignore[attr-defined]
+        # held at the gated bot's turn 3: two turns each (and the greedy bot's third when it moves first)
+        (row,) = wait_for("live game", lambda: [r for r in store.live_games() if r.plays >= 4] or None)
+        assert row.tournament == NAME and row.number == 1 and row.worker  # played by the worker
+        assert row.plays in (4, 5)
+        listed = web.get("/live.json").json()["games"]
+        assert [(g["number"], g["plays"]) for g in listed] == [(1, row.plays)]
+        views = web.get(f"/t/{NAME}/games/1/states").json()["views"]
+        assert len(views) == row.plays + 1
+        (gates / "turn-3").touch()
+        (gates / "turn-4").touch()
+        _, err = run.communicate(timeout=180)
+        assert run.returncode == 0, err.decode(errors="replace")[-2000:]
+        assert store.live_games() == [] and web.get("/live.json").json()["games"] == []
