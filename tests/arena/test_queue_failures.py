@@ -55,8 +55,8 @@ from tests.arena_support import (
 )
 from tests.conftest import PG_ADMIN_URL, python_bot_command
 
-DEFAULT_TRIALS = 5  # kill -9 trials in the default run; the slow tier adds SLOW_TRIALS more
-SLOW_TRIALS = 20
+DEFAULT_TRIALS = 3  # kill -9 trials in the default run (each a seeded kill point); the slow tier adds SLOW_TRIALS more
+SLOW_TRIALS = 22
 GONE_S = 10.0  # a killed worker's bots die with it (PR_SET_PDEATHSIG): this is only a bound
 
 
