@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from ..errors import quoted, shown
 from .models import RunLease as LeaseRow
-from .models import utcnow
+from .models import as_utc, utcnow
 from .store import StorageError, Store, first_line
 
 log = logging.getLogger(__name__)
@@ -184,7 +184,9 @@ def _db_now(conn: Connection) -> datetime:
 
 def _aware(value: datetime) -> datetime:
     """SQLite gives stored times back without their zone; they were written in UTC."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    moment = as_utc(value)
+    assert moment is not None
+    return moment
 
 
 def _holder(row: object) -> Holder:

@@ -16,6 +16,19 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def as_utc(moment: datetime | None) -> datetime | None:
+    """A stored time with its zone: SQLite hands datetimes back naive, and the arena writes UTC."""
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=timezone.utc)
+
+
+def iso_utc(moment: datetime | None) -> str | None:
+    """A stored time as people and JSON read it (``2026-12-01T21:27:22+00:00``), None for none."""
+    moment = as_utc(moment)
+    return moment.isoformat(timespec="seconds") if moment is not None else None
+
+
 class Base(DeclarativeBase):
     pass
 

@@ -18,7 +18,7 @@ import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -41,7 +41,8 @@ from ..rating.ratings import default_rating
 from ..rating.results import GameOutcome
 from ..rating.standings import Tally
 from .game_seats import sides_of, write_seats
-from .models import Bot, BotArchive, Game, GameSeat, GameStatus, LiveGame, Rating, RatingHistory, Tournament, utcnow
+from .models import (Bot, BotArchive, Game, GameSeat, GameStatus, LiveGame, Rating, RatingHistory, Tournament, as_utc,
+                     utcnow)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 RATING_BATCH = 64  # games read at a time when rating
@@ -688,7 +689,7 @@ class Store:
                 names = {(t, p): n for t, p, n in s.execute(
                     select(Bot.tournament_id, Bot.position, Bot.name).where(Bot.tournament_id.in_(tids)))}
         return [LiveRow(t, name, gid, number, tuple(seats), tuple(names.get((t, p), f"bot {p}") for p in seats),
-                        attempt, plays, _utc(started), _utc(updated), worker)  # type: ignore[arg-type]
+                        attempt, plays, as_utc(started), as_utc(updated), worker)  # type: ignore[arg-type]
                 for t, name, gid, number, seats, attempt, plays, started, updated, worker in rows]
 
     def live_record(self, game: int | tuple[int, int]) -> tuple[LiveRow, dict[str, Any]] | None:
@@ -850,11 +851,6 @@ def _live_owned() -> Any:
 def _delete_live(task: GameTask) -> Any:
     """The row the attempt ``task`` wrote of its game, if any (not another attempt's)."""
     return delete(LiveGame).where(LiveGame.game_id == task.id, LiveGame.attempt == task.attempt)
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; the arena writes UTC."""
-    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
 def _schedule(s: Session, t: Tournament, round_number: int, games: Iterable[Any]) -> int:

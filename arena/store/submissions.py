@@ -6,13 +6,13 @@ and ratings kept), and the submission is marked accepted."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
 
 from ..rating.ratings import default_rating
-from .models import Bot, Rating, Submission, SubmissionStatus, Tournament, User, utcnow
+from .models import Bot, Rating, Submission, SubmissionStatus, Tournament, User, iso_utc, utcnow
 from .store import Store
 
 REPORT_CHARS = 64 * 1024  # of the check's output kept (its end: the verdict is last)
@@ -39,7 +39,7 @@ class SubmissionRow:
         return {"id": self.id, "user": self.user, "tournament": self.tournament, "version": self.version,
                 "bot": self.bot, "archive_sha256": self.archive, "command": self.command, "status": self.status,
                 "reason": self.reason, "report": self.report,
-                "created_at": _iso(self.created_at), "finished_at": _iso(self.finished_at)}
+                "created_at": iso_utc(self.created_at), "finished_at": iso_utc(self.finished_at)}
 
 
 def bot_name(user: str, version: int) -> str:
@@ -129,10 +129,3 @@ def _tail(report: str | None) -> str | None:
         return report
     return "...\n" + report[-REPORT_CHARS:]
 
-
-def _iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is None:  # SQLite hands back naive datetimes; the arena writes UTC
-        moment = moment.replace(tzinfo=UTC)
-    return moment.isoformat(timespec="seconds")

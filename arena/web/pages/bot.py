@@ -20,10 +20,10 @@ from ...play.runner import current_standings
 from ...rating.failures import failure_place, kind_name
 from ...rating.standings import Standings
 from ...rating.stats import total_score_interval
-from ...store.models import Game, GameSeat, RatingHistory, Tournament
+from ...store.models import Game, GameSeat, RatingHistory, Tournament, iso_utc
 from ...store.store import BotRow
 from ..negotiate import page
-from .common import aware, cached, last_finished, path_for, store_of, tournament_or_404
+from .common import cached, last_finished, path_for, store_of, tournament_or_404
 from .games import GameFilter, bot_url, game_rows, game_url, page_numbers
 
 HISTORY_POINTS = 1000  # the chart's newest rated games (a point each); the JSON says how many there are
@@ -104,12 +104,11 @@ def failures(request: Request, t: Tournament, bot: BotRow) -> list[dict[str, Any
         for f in (result or {}).get("failures", []):
             if int(f.get("seat", 0)) != seat:
                 continue
-            moment = aware(finished)
             out.append({"game": number, "url": game_url(request, t.name, number), "kind": kind_name(f.get("kind", "")),
                         "reason": str(f.get("reason", "")), "forfeit": bool(f.get("forfeit")),
                         "where": failure_place(f), "deal": int(f.get("deal", 0)) + 1,
                         "play": int(f.get("playNumber", 0)),
-                        "finished_at": moment.isoformat(timespec="seconds") if moment else None})
+                        "finished_at": iso_utc(finished)})
     return out
 
 

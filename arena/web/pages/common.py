@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.routing import NoMatchFound
 
-from ...store.models import Bot, Game, Tournament
+from ...store.models import Bot, Game, Tournament, as_utc
 from ...store.store import Store
 
 T = TypeVar("T")
@@ -21,13 +21,6 @@ T = TypeVar("T")
 def store_of(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
-
-
-def aware(moment: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; the arena writes UTC."""
-    if moment is None or moment.tzinfo is not None:
-        return moment
-    return moment.replace(tzinfo=UTC)
 
 
 def tournament_or_404(request: Request) -> Tournament:
@@ -46,7 +39,7 @@ def last_finished(request: Request, tid: int | None = None) -> datetime | None:
     if tid is not None:
         query = query.where(Game.tournament_id == tid)
     with store_of(request).session() as s:
-        return aware(s.scalar(query))
+        return as_utc(s.scalar(query))
 
 
 def url_or_path(request: Request, name: str, path: str, **params: Any) -> str:

@@ -16,10 +16,10 @@ from starlette.routing import Route
 from referee.names import clean_name, clean_version
 from referee.rules import InvalidRecordError
 
-from ...store.models import Bot, Game, GameStatus
+from ...store.models import Bot, Game, GameStatus, as_utc, iso_utc
 from ..negotiate import now_iso, page
 from ..replay import replay_views
-from .common import aware, store_of, tournament_or_404
+from .common import store_of, tournament_or_404
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,6 @@ class StoredGame:
     names: list[str]
     record: dict[str, Any] | None
     finished_at: datetime | None
-
-
-def _iso(moment: datetime | None) -> str | None:
-    moment = aware(moment)
-    return moment.isoformat(timespec="seconds") if moment else None
 
 
 def _parsed(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -84,8 +79,8 @@ def stored_game(request: Request) -> StoredGame:
                  for seat, position in enumerate(g.seat_bots)]
         summary = {"tournament": tournament.name, "number": g.number, "round": g.round, "status": g.status,
                    "attempt": g.attempt, "error": g.error or error, "result": g.result, "live": live,
-                   "started_at": _iso(g.started_at), "finished_at": _iso(g.finished_at)}
-        return StoredGame(summary, seats, names, record, aware(g.finished_at))
+                   "started_at": iso_utc(g.started_at), "finished_at": iso_utc(g.finished_at)}
+        return StoredGame(summary, seats, names, record, as_utc(g.finished_at))
 
 
 def _views(game: StoredGame) -> tuple[list[dict[str, Any]], str | None]:
@@ -118,7 +113,7 @@ def states(request: Request) -> Response:
     game = stored_game(request)
     views, replay_error = _views(game)
     body = {"game": game.summary, "seats": game.seats, "views": views, "error": replay_error,
-            "generated_at": now_iso(), "data_as_of": _iso(game.finished_at)}
+            "generated_at": now_iso(), "data_as_of": iso_utc(game.finished_at)}
     return JSONResponse(body, status_code=500 if replay_error else 200)
 
 

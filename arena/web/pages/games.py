@@ -15,11 +15,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...rating.failures import failure_where, kind_name, winners
-from ...store.models import Game, GameSeat, GameStatus, Tournament
+from ...store.models import Game, GameSeat, GameStatus, Tournament, iso_utc
 from ...store.store import BotRow, Store
 from ..negotiate import page
 from ..settings import PAGE_SIZE
-from .common import aware, last_finished, path_for, store_of, tournament_or_404, url_or_path
+from .common import last_finished, path_for, store_of, tournament_or_404, url_or_path
 
 RESULTS = ("win", "draw", "loss")
 FINISHED = (GameStatus.DONE.value, GameStatus.FAILED.value)
@@ -95,7 +95,6 @@ def game_rows(request: Request, t: Tournament, numbers: list[int], bots: dict[in
                      "reason": str(f.get("reason", "")), "where": failure_where(f)}
                     for f in result.get("failures", []) if f.get("forfeit")]
         won = winners(result, names)
-        finished = aware(g.finished_at)
         rows.append({
             "number": number, "round": g.round, "status": g.status,
             "seats": [{"bot": name, "url": bot_url(request, t.name, name)} for name in names],
@@ -103,7 +102,7 @@ def game_rows(request: Request, t: Tournament, numbers: list[int], bots: dict[in
             "result": ("failed" if g.status == GameStatus.FAILED.value else
                        "draw" if g.result and not won else ("won by " + " + ".join(won)) if won else ""),
             "reason": result.get("reason", ""), "error": g.error,
-            "forfeits": forfeits, "finished_at": finished.isoformat(timespec="seconds") if finished else None,
+            "forfeits": forfeits, "finished_at": iso_utc(g.finished_at),
             "url": game_url(request, t.name, number),
             **({"bot_result": outcomes.get(number)} if for_bot is not None else {}),
         })

@@ -15,9 +15,9 @@ from starlette.routing import Route
 
 from ...play.runner import current_standings
 from ...rating.results import FORFEIT_KINDS
-from ...store.models import Game, GameSeat, Tournament
+from ...store.models import Game, GameSeat, Tournament, iso_utc
 from ..negotiate import page
-from .common import aware, cached, last_finished, path_for, store_of, tournament_or_404
+from .common import cached, last_finished, path_for, store_of, tournament_or_404
 from .games import bot_url, game_url
 
 # column -> (sort key, highest first); "-column" reverses; ties keep the standings' order
@@ -46,8 +46,7 @@ def _last_games(request: Request, tid: int) -> dict[int, tuple[int, str | None]]
                          .join(Game, (Game.tournament_id == tid) & (Game.number == last.c.number))).all()
     out = {}
     for position, number, finished in rows:
-        moment = aware(finished)
-        out[position] = (number, moment.isoformat(timespec="seconds") if moment else None)
+        out[position] = (number, iso_utc(finished))
     return out
 
 

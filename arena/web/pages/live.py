@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from ...store.models import GameStatus, Tournament
+from ...store.models import GameStatus, Tournament, iso_utc
 from ...store.store import Store
 from ..negotiate import page
 from ..settings import WebSettings
@@ -44,7 +44,7 @@ def live_rows(request: Request) -> tuple[list[dict[str, Any]], datetime | None]:
         game = f"/t/{urllib.parse.quote(r.tournament, safe='')}/games/{r.number}"
         rows.append({"tournament": r.tournament, "number": r.number, "seats": list(r.seat_names),
                      "plays": r.plays, "attempt": r.attempt, "worker": r.worker,
-                     "started_at": r.started_at.isoformat(timespec="seconds") if r.started_at else None,
+                     "started_at": iso_utc(r.started_at),
                      "updated_at": r.updated_at.isoformat(timespec="milliseconds"),
                      "game_url": game, "events_url": f"{game}/events"})
     return rows, max((r.updated_at for r in found), default=None)

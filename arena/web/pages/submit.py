@@ -20,12 +20,13 @@ from referee.bots.endpoint import BotEndpoint
 
 from ...bot_archive import ArchiveError, check_archive, command_problem
 from ...errors import quoted
+from ...store.models import as_utc
 from ...store.submissions import SubmissionRow, bot_name, new_submission, submission, submissions_of
 from ...store.users import UserRow
 from ..auth import CSRF_FIELD, check_csrf, csrf_token, require_user
 from ..negotiate import page, wants_json
 from ..settings import MIB, WebSettings
-from .common import aware, store_of
+from .common import store_of
 
 FORM_SLACK = 64 * 1024  # what a form adds to its archive: the command, the CSRF token, multipart headers
 MAX_COMMAND_CHARS = 1000
@@ -56,7 +57,7 @@ def _submit_page(request: Request, user: UserRow, ladder: str, error: str | None
         "ladder": ladder, "user": user.name, "next_bot": bot_name(user.name, _next_version(rows, ladder)),
         "max_upload_bytes": limit, "max_upload": f"{limit / MIB:g} MiB", "error": error,
         "csrf": csrf_token(request), "submissions": [_listed(r) for r in rows],
-    }, status=status, data_as_of=aware(rows[0].finished_at or rows[0].created_at) if rows else None)
+    }, status=status, data_as_of=as_utc(rows[0].finished_at or rows[0].created_at) if rows else None)
 
 
 def _next_version(rows: list[SubmissionRow], ladder: str) -> int:
@@ -146,7 +147,7 @@ def submission_page(request: Request) -> Response:
     if row is None or row.user_id != user.id:  # another user's submission is not told apart from none
         raise HTTPException(404, f"you have no submission {request.path_params['id']}")
     return page(request, "submission.html", {"submission": row.to_dict(), "url": str(request.url)},
-                data_as_of=aware(row.finished_at or row.created_at))
+                data_as_of=as_utc(row.finished_at or row.created_at))
 
 
 ROUTES = [Route("/submit", submit, methods=["GET", "POST"], name="submit"),

@@ -9,9 +9,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...store.models import Bot, Game, Tournament
+from ...store.models import Bot, Game, Tournament, iso_utc
 from ..negotiate import page
-from .common import aware, last_finished, path_for, store_of
+from .common import last_finished, path_for, store_of
 
 
 def tournament_rows(request: Request) -> list[dict[str, Any]]:
@@ -27,11 +27,10 @@ def tournament_rows(request: Request) -> list[dict[str, Any]]:
                               .group_by(Game.tournament_id)).all())
         rows = []
         for t in s.scalars(select(Tournament).order_by(Tournament.name)):
-            last_at = aware(last.get(t.id))
             rows.append({"name": t.name, "url": path_for(request, "leaderboard", tournament=t.name),
                          "bots": bots.get(t.id, 0), "rounds": t.rounds,
                          "games": counts.get(t.id, {}),
-                         "last_game_at": last_at.isoformat(timespec="seconds") if last_at else None})
+                         "last_game_at": iso_utc(last.get(t.id))})
         return rows
 
 
