@@ -31,6 +31,7 @@ from .compare import add_compare_parser, add_gauntlet_parser
 from .console import PROG, make_console
 from .describe import games_csv, seat_times_line
 from .live import run_tournament, warn_if_oversubscribed
+from .migrate import add_migrate_parser
 from .users import add_users_parser
 from .web import add_web_parser
 
@@ -387,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gauntlet_parser(sub)
     add_web_parser(sub)
     add_users_parser(sub)
+    add_migrate_parser(sub)
 
     p = sub.add_parser("demo", help="a quick tournament of the sample bots; its file and database are kept")
     p.add_argument("--games", type=int, default=4, help="games per pairing, a multiple of 2 (default 4)")

@@ -206,6 +206,11 @@ def _readable_revisions() -> list[str]:
     return [r.revision for r in scripts.walk_revisions(base=READS_FROM, head="heads")]
 
 
+def known_revisions() -> list[str]:
+    """Every schema revision this arena's migrations know, newest first."""
+    return [r.revision for r in ScriptDirectory.from_config(_alembic_config()).walk_revisions()]
+
+
 def _sqlstate(exc: SQLAlchemyError) -> str | None:
     """The PostgreSQL error code of a driver error (psycopg 3 or psycopg2), if any. A refused
     connection has none (the server's FATAL comes as text): a missing database is told by its
@@ -317,6 +322,19 @@ class Store:
     def _migrate_or_fail(self) -> None:
         try:
             self._migrate()
+        except SQLAlchemyError as exc:
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {first_line(exc)}") from None
+
+    def schema_revision(self) -> str | None:
+        """The database's schema revision now (``arena migrate`` says it before and after); None
+        when it has no arena tables, or is a PostgreSQL database that does not exist yet."""
+        try:
+            with self.engine.connect() as conn:
+                return MigrationContext.configure(conn).get_current_revision()
+        except OperationalError as exc:
+            if _sqlstate(exc) == PG_NO_SUCH_DATABASE:
+                return None
+            raise StorageError(f"cannot use database {describe_url(self.url)}: {first_line(exc)}") from None
         except SQLAlchemyError as exc:
             raise StorageError(f"cannot use database {describe_url(self.url)}: {first_line(exc)}") from None
 
