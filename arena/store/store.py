@@ -48,6 +48,8 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 RATING_BATCH = 64  # games read at a time when rating
 CLAIM_WINDOW = 8  # pending games looked at when choosing ones whose bots are free
 READS_FROM = "0001"  # the oldest schema reading commands understand (later ones only added tables they do not read)
+# the transaction-scoped advisory lock migrations hold on PostgreSQL ("arena-migrate" as a bigint)
+MIGRATION_LOCK_KEY = int.from_bytes(b"arenamig", "big") & (2**63 - 1)
 PG_NO_SUCH_DATABASE = "3D000"  # invalid_catalog_name
 PG_DUPLICATE_DATABASE = "42P04"
 PG_INSUFFICIENT_PRIVILEGE = "42501"
@@ -316,6 +318,11 @@ class Store:
     def _migrate(self) -> None:
         cfg = _alembic_config()
         with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # one migration at a time per database (a deployment's migrate job, a coordinator and a
+                # web app may start together): the next waits here, then finds the schema current;
+                # without it the second's CREATEs failed on the first's new types
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
 
