@@ -113,13 +113,13 @@ def failure_kind_label(kind_name: str) -> str:
 
 def observe_game(bots: Sequence[str], termination: str, reason: str, duration_s: float,
                  timings_us: Sequence[Sequence[int]], cpu_us: Sequence[int | None],
-                 failures: Sequence[tuple[int, str]]) -> None:
+                 failures: Sequence[tuple[int, str]], series: BotSeries = BOTS) -> None:
     """One finished game: ``bots`` by seat, its termination (``normal``/``forfeit``) and reason,
     its plays' ``[seat, wall us]`` and CPU us, and its failures as (seat, kind label)."""
     GAMES_FINISHED.labels(termination, reason).inc()
     GAME_SECONDS.labels(termination).observe(duration_s)
     kinds = [(bots[seat], kind) for seat, kind in failures]
-    BOTS.touch(bots, kinds)
+    series.touch(bots, kinds)
     wall = [MOVE_SECONDS.labels(bot) for bot in bots]
     cpu = [MOVE_CPU_SECONDS.labels(bot) for bot in bots]
     plays = [0] * len(bots)
