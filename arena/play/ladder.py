@@ -280,8 +280,8 @@ class LadderServer:
         state = f", stopped with {left} left for the next start" if left else ""
         self.console.print(f"round {number}: {played} game{'s' * (played != 1)} played{state}; leader {leader.name} "
                            f"(μ−3σ {leader.conservative:.2f})")
-        log.info("round %d: %d game(s) played%s; leader %s", number, played, state, leader.name,
-                 extra={"tournament": self.tid})
+        log.info("round %d: %d game%s played%s; leader %s (μ−3σ %.2f)", number, played, "s" * (played != 1), state,
+                 leader.name, leader.conservative, extra={"tournament": self.tid})
         title = f"{self.config.name}: standings after round {number}"
         self.console.print(fitting_standings_table(self.console, standings, title))
 

@@ -212,3 +212,21 @@ def test_the_text_form_is_as_before_and_says_what_the_json_says(tmp_path: Path) 
 def test_a_bad_log_format_is_a_usage_error() -> None:
     line = assert_usage_error(run_arena("--log-format", "yaml", "games", "x.toml"), "arena")
     assert "--log-format" in line and "'text', 'json'" in line, line
+
+
+def test_a_ladder_logs_its_rounds_with_the_tournament(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path / "ladder.toml", {"name": "ladder", "players": 2, "seed": 11},
+                            [{"name": "a", "command": python_bot_command("normal")},
+                             {"name": "b", "command": python_bot_command("normal")}],
+                            {"move_ms": 2000, "startup_ms": 10_000})
+    with path.open("a", encoding="utf-8") as file:
+        file.write('\n[ladder]\ninterval = "1h"\npairings_per_bot = 1\n')
+    done = run_arena("-v", "--log-format", "json", "serve", str(path), "--rounds", "1", timeout=RUN_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    tid, games, _ = stored_games(f"sqlite:///{tmp_path / 'ladder.db'}", "ladder")
+    rounds = [r for r in json_lines(done.stderr) if r["logger"] == "arena.play.ladder"]
+    assert [r["tournament"] for r in rounds] == [tid, tid]
+    # the same lines as the console's on stdout, for people
+    printed = [line for line in done.stdout.splitlines() if line.startswith("round 1: ")]
+    assert [r["message"] for r in rounds] == printed, (rounds, printed)
+    assert printed[0] == f"round 1: 2 bots, {len(games)} games"
