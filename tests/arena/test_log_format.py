@@ -209,6 +209,13 @@ def test_the_text_form_is_as_before_and_says_what_the_json_says(tmp_path: Path) 
     assert any("\n" in m for _, _, m in messages["json"]), "a message of two lines is one JSON line"
 
 
+def test_without_v_json_logs_only_errors(tmp_path: Path) -> None:
+    # -v chooses the level in either form: a new database's migration logs at info, unseen here
+    done = run_arena("--log-format", "json", "bots", "list", "-f", str(tournament(tmp_path)))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "active" in done.stdout
+
+
 def test_a_bad_log_format_is_a_usage_error() -> None:
     line = assert_usage_error(run_arena("--log-format", "yaml", "games", "x.toml"), "arena")
     assert "--log-format" in line and "'text', 'json'" in line, line
