@@ -11,15 +11,17 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from referee.cli.render import record_lines
+from referee.cli.main import add_metrics_argument
 from referee.errors import RefereeError
 from referee.logs import add_log_format_arg
 from referee.logs import configure as configure_logging
 from referee.match.record import seat_move_times
+from referee.metrics import serve_metrics, with_loop_watch
 from referee.rules import RulesError
 
 from ..bot_archive import ArchiveError, check_archive, command_problem, read_archive_file
@@ -63,6 +65,15 @@ def _open(config: TournamentConfig) -> tuple[Store, int]:
     return store, tid
 
 
+def run_async(args: argparse.Namespace, main: Callable[[], Coroutine[Any, Any, int]]) -> int:
+    """Run a long-running command's coroutine; with ``--metrics-listen``, its metrics are served
+    (and the event loop's lag watched) while it runs (docs/operations.md)."""
+    if args.metrics_listen:
+        serve_metrics(args.metrics_listen, f"{PROG} {args.command}")  # a bad address: one line, exit 2
+        return asyncio.run(with_loop_watch(main()))
+    return asyncio.run(main())
+
+
 # --- run ------------------------------------------------------------------------------------
 
 
@@ -74,7 +85,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--detach is for --queue runs (the workers play the games while nothing follows them)")
     if args.queue and args.concurrency is not None:
         raise UsageError("--concurrency is the workers' with --queue (arena worker --concurrency N)")
-    return asyncio.run(run_tournament(config, make_console(), args.concurrency, queue=args.queue, detach=args.detach))
+    return run_async(args, lambda: run_tournament(config, make_console(), args.concurrency, queue=args.queue,
+                                                  detach=args.detach))
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -83,7 +95,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     given = {"heartbeat_s": args.heartbeat, "stalled_after_s": args.stalled_after, "grace_s": args.grace}
     settings = WorkerSettings(args.db, args.concurrency, Path(args.logs) if args.logs else None, name=args.name or "",
                               **{key: value for key, value in given.items() if value is not None})
-    return asyncio.run(run_worker(settings))
+    return run_async(args, lambda: run_worker(settings))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -299,7 +311,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--rounds must be at least 1, not {args.rounds}")
     if not args.queue:
         warn_if_oversubscribed(config.concurrency)
-    return asyncio.run(serve_ladder(config, make_console(), max_rounds=args.rounds, queue=args.queue))
+    return run_async(args, lambda: serve_ladder(config, make_console(), max_rounds=args.rounds, queue=args.queue))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -328,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue", action="store_true",
                    help="queue the games for `arena worker` processes (PostgreSQL) and follow them (docs/scale-out.md)")
     p.add_argument("--detach", action="store_true", help="with --queue: return once the games are queued")
+    add_metrics_argument(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("worker", help="play queued games of any tournament in a PostgreSQL database (--queue runs)")
@@ -340,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grace", type=float, metavar="S",
                    help="on SIGTERM, seconds running games get to finish before they are requeued (default 20)")
     p.add_argument("--name", help="the worker's name in `arena status` (default host:pid)")
+    add_metrics_argument(p)
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("status", help="a queued tournament: queue depth, workers, running, stalled and retried games")
@@ -376,6 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: run until stopped)")
     p.add_argument("--queue", action="store_true",
                    help="queue each round's games for `arena worker` processes (PostgreSQL; docs/scale-out.md)")
+    add_metrics_argument(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("bots", help="change a ladder's pool between rounds: add, remove, list")

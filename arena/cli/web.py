@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from referee.cli.main import add_metrics_argument
+from referee.metrics import parse_listen as metrics_address
+
 from ..bot_archive import MAX_ARCHIVE_BYTES
 from ..config import load_config
 from ..errors import UsageError
@@ -22,6 +25,7 @@ def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                    "of the database: each is checked (referee check) and enters as a new version")
     p.add_argument("--max-upload", type=float, default=MAX_UPLOAD_BYTES / MIB, metavar="MIB",
                    help=f"largest bot archive accepted (default {MAX_UPLOAD_BYTES // MIB} MiB)")
+    add_metrics_argument(p)
     p.set_defaults(func=cmd_web)
 
 
@@ -34,6 +38,8 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
     # a tournament file says where its bot logs are (beside it); a database alone does not
     logs = ((config.name, str(logs_dir_for(config))),) if config is not None else ()
     host, port = parse_listen(args.listen)
+    if args.metrics_listen:
+        metrics_address(args.metrics_listen)  # a bad one fails here, before the database is opened
     if not 0 < args.max_upload <= MAX_ARCHIVE_BYTES / MIB:
         raise UsageError(f"--max-upload must be more than 0 and at most {MAX_ARCHIVE_BYTES // MIB} MiB "
                          f"(what a bot archive may be), not {args.max_upload:g}")
@@ -41,7 +47,7 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
         raise UsageError("--submit needs the name of a ladder in the database")
     return WebSettings(db=db, host=host, port=port, private=args.private, submit=args.submit,
                        max_upload_bytes=int(args.max_upload * MIB), sandbox_from=args.file,
-                       logs=logs)
+                       logs=logs, metrics_listen=args.metrics_listen)
 
 
 def cmd_web(args: argparse.Namespace) -> int:

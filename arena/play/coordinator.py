@@ -21,6 +21,7 @@ from ..store.lease import Lease
 from ..store.models import Game, GameStatus
 from ..store.store import Store
 from .queue import GameJob, defer_games, games_without_job, make_app, release_orphaned_games, require_postgresql
+from .queue_status import QueueGauges
 from .rate import apply_ratings
 from .runner import current_standings, game_setup, logs_dir_for, open_tournament
 from .session import GameFinished, NoEvents, RunEnded, RunStarted, SessionEvents
@@ -96,8 +97,10 @@ class QueuedSession:
         """Report each game as it is settled, until all are or ``stop`` is called."""
         started, seen, requeued_at = time.monotonic(), 0, time.monotonic()
         stop_wait = asyncio.ensure_future(self._stopping.wait())
+        gauges = QueueGauges(store, tid)
         try:
             while len(known) < total and not self._stopping.is_set():
+                await gauges.refresh()
                 await asyncio.wait({stop_wait}, timeout=FOLLOW_S)
                 now = await asyncio.to_thread(_settled, store, tid)
                 for number in sorted(set(now) - set(known)):

@@ -50,6 +50,7 @@ from .archives import ArchiveCache
 from .coordinator import FOLLOW_S, REQUEUE_S, queue_missing
 from .executor import InProcessExecutor
 from .queue import live_jobs, make_app, require_postgresql
+from .queue_status import QueueGauges
 from .rate import apply_ratings
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
 
@@ -231,7 +232,9 @@ class LadderServer:
         await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_games(conn, tid))
         before = (await asyncio.to_thread(store.counts, tid))["done"]
         requeued_at = asyncio.get_running_loop().time()
+        gauges = QueueGauges(store, tid)
         while not self._follow_stop.is_set():
+            await gauges.refresh()
             counts = await asyncio.to_thread(store.counts, tid)
             if counts["pending"] + counts["running"] == 0:
                 break

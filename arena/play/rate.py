@@ -4,6 +4,7 @@ A game still pending or running stops the pass, so ratings never depend on finis
 
 from __future__ import annotations
 
+from ..metrics import RATING_UPDATES
 from ..rating.ratings import RatingBook, make_env
 from ..store.store import Store
 
@@ -11,10 +12,11 @@ from ..store.store import Store
 def apply_ratings(store: Store, tid: int) -> int:
     """Rate the settled games after ``rated_through``, in number order, stopping at the first one
     still pending or running; all or none. Returns how many games were rated."""
+    applied = 0
     with store.rating_pass(tid) as games:
         book = RatingBook(make_env(), games.ratings())
-        applied = 0
         for number, outcome in games.settled_games():
             games.rated(number, book.update(outcome) if outcome is not None else {})
             applied += 1
-        return applied
+    RATING_UPDATES.inc(applied)  # committed
+    return applied

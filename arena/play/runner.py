@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 
+from referee.metrics import BOTS
 from ..config import TournamentConfig
 from ..errors import quoted
 from ..rating.standings import Standings, standings_of
@@ -310,6 +311,7 @@ class TournamentRunner:
             log.info("%d game(s) left running by an earlier process will be replayed", requeued)
         await self._db(apply_ratings, self.store, self.tid)
         bots = await self._db(seat_bots, self.store, self.tid, False, self.archives)
+        BOTS.keep_only([bot.name for bot in bots.values()])  # per-bot metrics: this tournament's bots only
         running: dict[asyncio.Task[None], GameTask] = {}
         stop_wait = asyncio.ensure_future(self.stopping.wait())
         try:

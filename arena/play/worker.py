@@ -12,12 +12,14 @@ attempts run out (then the game is failed with the reason). On SIGTERM or SIGINT
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from referee.match.spec import GameSetup
 from referee.sandbox import SandboxSettings, make_launcher
 
 from ..errors import ArenaError, UsageError
+from ..metrics import WORKER_JOBS
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line
 from .archives import ArchiveCache
 from .executor import InProcessExecutor
@@ -163,6 +166,24 @@ def check_schema(url: str) -> None:
                else "upgrade the database first (arena run FILE --queue with this version does it)"))
 
 
+@contextlib.contextmanager
+def counted_job(task: str) -> Iterator[None]:
+    """One job of ``task`` in ``arena_worker_jobs_total``: ok, retry (the referee's failure, run
+    again), interrupted (the worker's shutdown) or error."""
+    outcome = "error"
+    try:
+        yield
+        outcome = "ok"
+    except GameInfrastructureError:
+        outcome = "retry"
+        raise
+    except asyncio.CancelledError:
+        outcome = "interrupted"
+        raise
+    finally:
+        WORKER_JOBS.labels(task, outcome).inc()
+
+
 class QueueWorker:
     """One ``arena worker`` process: procrastinate's worker running the arena's tasks."""
 
@@ -194,12 +215,14 @@ class QueueWorker:
                   retry=GameRetry(max_attempts=MAX_ATTEMPTS, wait=RETRY_WAIT_S))
         async def play_game(context: procrastinate.JobContext, **args: Any) -> str:
             assert context.job.id is not None
-            return await self.play(context.job.id, args)
+            with counted_job(PLAY_TASK):
+                return await self.play(context.job.id, args)
 
         @app.task(name=RATE_TASK)
         async def rate_tournament(tournament_id: int) -> None:
             assert self.store is not None
-            await asyncio.to_thread(apply_ratings, self.store, tournament_id)
+            with counted_job(RATE_TASK):
+                await asyncio.to_thread(apply_ratings, self.store, tournament_id)
 
         @app.periodic(cron=STALLED_CHECK_CRON, periodic_id="stalled")
         @app.task(name=STALLED_TASK, queue=queue_name(), queueing_lock=STALLED_TASK, pass_context=True)

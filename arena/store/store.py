@@ -36,6 +36,7 @@ from sqlalchemy.pool import NullPool
 from casino.v1 import game_pb2
 
 from ..errors import ArenaError, one_line, quoted, shown
+from ..metrics import DATABASE_ERRORS, GAMES_STORED
 from ..rating.ratings import Rating as TrueSkillRating
 from ..rating.ratings import default_rating
 from ..rating.results import GameOutcome
@@ -148,6 +149,11 @@ class LiveRow:
     started_at: datetime | None
     updated_at: datetime
     worker: str | None
+
+
+def _count_database_error(context: Any) -> None:
+    """Every error the database raises, in ``arena_database_errors_total`` (arena/metrics.py)."""
+    DATABASE_ERRORS.labels(type(context.original_exception).__name__).inc()
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -289,6 +295,7 @@ class Store:
             raise StorageError(f"cannot use database {describe_url(url)}: {one_line(str(exc))}") from None
         if sqlite:
             event.listen(self.engine, "connect", _sqlite_read_pragmas if read_only else _sqlite_pragmas)
+        event.listen(self.engine, "handle_error", _count_database_error)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if read_only:
             self._check_readable()
@@ -576,7 +583,9 @@ class Store:
                 write_seats(conn, self._tournament_of(conn, task), task.number, task.seat_bots, payload)
                 if then is not None:
                     then(conn)
-            return bool(done.rowcount)
+        if done.rowcount:  # committed
+            GAMES_STORED.labels("done").inc()
+        return bool(done.rowcount)
 
     @staticmethod
     def _tournament_of(conn: Connection, task: GameTask) -> int:
@@ -596,7 +605,9 @@ class Store:
                 write_seats(conn, self._tournament_of(conn, task), task.number, task.seat_bots, None)
             if done.rowcount and then is not None:
                 then(conn)
-            return bool(done.rowcount)
+        if done.rowcount and not retry:  # committed
+            GAMES_STORED.labels("failed").inc()
+        return bool(done.rowcount)
 
     def counts(self, tid: int) -> dict[str, int]:
         """Games per status (every status present, 0 included)."""

@@ -3,6 +3,7 @@ style (a 404 or a 500 never shows a traceback; the error goes to the log)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -18,12 +19,15 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
+from referee.metrics import watch_event_loop
+
 from ..errors import UsageError, quoted
 from ..store.store import Store
 from .auth import Sessions
 from .checks import SubmissionChecks
 from .negotiate import JsonSuffix, page, wants_json
 from .pages import bot, game, games, leaderboard, live, login, submit, tournaments
+from .request_metrics import RequestMetrics
 from .settings import WebSettings
 
 log = logging.getLogger("arena.web")
@@ -74,16 +78,19 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
             app.state.checks = SubmissionChecks(app.state.write_store, app.state.submit_tid, settings)
             app.state.checks.resume()
         app.state.store = store if store is not None else Store(settings.db, read_only=True)
+        watcher = asyncio.ensure_future(watch_event_loop()) if settings.metrics_listen else None
         try:
             yield
         finally:
+            if watcher is not None:
+                watcher.cancel()
             if settings.submit is not None:
                 app.state.checks.close()
                 app.state.write_store.close()
             if store is None:
                 app.state.store.close()
 
-    app = Starlette(routes=routes(), middleware=[Middleware(JsonSuffix), Middleware(Sessions)], lifespan=lifespan,
+    app = Starlette(routes=routes(), middleware=[Middleware(JsonSuffix), Middleware(RequestMetrics), Middleware(Sessions)], lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.settings = settings
     app.state.session_secret = secrets.token_bytes(32)  # per run: a restart ends every session (arena/web/auth.py)

@@ -11,6 +11,8 @@ from uvicorn.config import LOGGING_CONFIG
 
 from referee.logs import configured_format
 
+from referee.metrics import serve_metrics
+
 from ..errors import UsageError, quoted
 from ..store.store import Store
 from .app import create_app
@@ -48,6 +50,8 @@ def serve(settings: WebSettings) -> int:
         store.close()
         raise UsageError(f"--submit: no ladder named {quoted(settings.submit)} in {store.url_for_people}")
     check_listen(settings.host, settings.port)
+    if settings.metrics_listen:
+        serve_metrics(settings.metrics_listen, "arena web")
     try:
         config = uvicorn.Config(create_app(settings, store), host=settings.host, port=settings.port,
                                 log_level="info", proxy_headers=True, server_header=False,

@@ -37,6 +37,7 @@ class WebSettings:
     check_timeout_s: float = CHECK_TIMEOUT_S
     check_games: int = CHECK_GAMES
     sandbox_from: str | None = None  # a tournament file whose [sandbox] the checks run under
+    metrics_listen: str | None = None  # HOST:PORT of its Prometheus metrics (served by serve.py), None: off
 
 
 def parse_listen(text: str) -> tuple[str, int]:

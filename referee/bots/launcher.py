@@ -22,6 +22,7 @@ import signal
 from pathlib import Path
 from typing import Protocol
 
+from ..metrics import BOTS_RUNNING
 from .cpu import CpuMeter, ProcTreeMeter
 from .die_with_parent import guard_argv
 from .endpoint import BotEndpoint
@@ -31,6 +32,7 @@ ADDRESS_ENV = "CASINO_BOT_ADDRESS"
 STOP_WAIT_S = 2.0
 DEFAULT_LOG_CAP = 4 << 20  # bytes of a bot's output kept in its log (the sandbox's log_cap_mib)
 _LIVE_GROUPS: set[int] = set()
+BOTS_RUNNING.set_function(lambda: len(_LIVE_GROUPS))  # every started group until it is stopped
 
 
 

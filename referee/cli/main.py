@@ -15,6 +15,7 @@ from ..errors import EXIT_USAGE, RefereeError
 from ..logs import add_log_format_arg
 from ..logs import configure as configure_logging
 from ..match.spec import MAX_GAMES
+from ..metrics import serve_metrics, with_loop_watch
 from ..perft import perft, perft_divide
 from ..players import RandomPlayer
 from ..rules import GameState, RuleOptions, RulesError, apply, game_record, new_game, parse_deck
@@ -122,7 +123,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     records = make_folder(args.records, "records folder") if args.records else None
     launcher = launcher_from_args(args)  # bots a client names by command run in this sandbox
-    asyncio.run(serve(settings, records_dir=records, launcher=launcher))  # a ListenError reaches main(): one line, exit 2
+    if args.metrics_listen:
+        serve_metrics(args.metrics_listen, "referee")
+    # a ListenError reaches main(): one line, exit 2
+    asyncio.run(with_loop_watch(serve(settings, records_dir=records, launcher=launcher,
+                                      health_listen=args.health_listen)))
     return 0
 
 
@@ -224,7 +229,17 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
                    help=f"games one RunMatch call may ask for (default {service.DEFAULT_MAX_GAMES})")
     p.add_argument("--max-record-bytes", type=size, default=service.DEFAULT_MAX_RECORD_BYTES, metavar="SIZE",
                    help="what the records folder (records and bot logs) may hold, e.g. 500M, 2G (default 1G)")
+    p.add_argument("--health-listen", metavar="HOST:PORT",
+                   help="also answer health checks (grpc.health.v1 only) on this plaintext port: for probes "
+                        "that cannot speak TLS, e.g. Kubernetes' gRPC probes")
+    add_metrics_argument(p)
     p.add_argument("-v", "--verbose", action="store_true")
+
+
+def add_metrics_argument(p: argparse.ArgumentParser) -> None:
+    """``--metrics-listen HOST:PORT`` of every long-running command (docs/operations.md)."""
+    p.add_argument("--metrics-listen", metavar="HOST:PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (docs/operations.md; default: off)")
 
 
 def _terminate(signum: int, frame: object) -> None:

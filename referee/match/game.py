@@ -13,10 +13,12 @@ import asyncio
 import itertools
 import logging
 import random
+import time
 from collections.abc import Callable, Iterator, Sequence
 
 from casino.v1 import bot_pb2, game_pb2, referee_pb2
 
+from ..metrics import GAMES_FAILED, GAMES_STARTED, SANDBOX_KILLS, error_label, failure_kind_label, observe_game
 from ..bots.slot import BotSlot
 from ..bots.cpu import CpuMeter
 from ..clock import GameClock, TimeControl
@@ -51,7 +53,27 @@ async def play_game(
 ) -> GameReport:
     """Play one game between the bots of ``seats`` (one slot per seat; each is started or
     restarted as needed, with ``handshake``). ``turn_ids`` must be unique per stream across
-    games (a late answer must never match a later turn). ``observe``: see the module docstring."""
+    games (a late answer must never match a later turn). ``observe``: see the module docstring.
+    The game is counted in the referee's metrics (referee/metrics.py) once, when it ends."""
+    GAMES_STARTED.inc()
+    began = time.perf_counter()
+    try:
+        report = await _play_game(spec, seats, handshake, emit, turn_ids, observe)
+    except BaseException as exc:
+        GAMES_FAILED.labels(error_label(exc)).inc()
+        raise
+    result, record = report.result, report.record
+    observe_game(
+        [slot.name for slot in seats], "forfeit" if result.termination == game_pb2.TERMINATION_FORFEIT else "normal",
+        result.reason, time.perf_counter() - began, record["timings_us"], record["cpu_us"],
+        [(f.seat, failure_kind_label(F.Name(f.kind))) for f in result.failures])
+    return report
+
+
+async def _play_game(
+    spec: GameSetup, seats: Sequence[BotSlot], handshake: bot_pb2.Handshake, emit: Emit | None,
+    turn_ids: Iterator[int] | None, observe: Observer | None,
+) -> GameReport:
     emit = emit or discard_event
     turn_ids = turn_ids if turn_ids is not None else itertools.count(1)
     options = spec.options
@@ -168,6 +190,7 @@ async def play_game(
         if failure is not None:
             if failure.kind == F.FAILURE_KIND_TIMEOUT:
                 slot.needs_restart = True  # a bot that missed a deadline is restarted before its next game
+                SANDBOX_KILLS.labels("time").inc()
             strikes[seat] += 1
             forfeit = spec.policy is FailurePolicy.FORFEIT or strikes[seat] > spec.max_strikes
             record_failure(seat, failure, forfeit)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import ADDRESS_ENV, BotProcess
+from ..metrics import SANDBOX_KILLS
 from .bwrap import SOCKET_MOUNT, BwrapPlan, bwrap_argv, prlimit_argv, setpriv_argv
 from .cgroups import BotCgroup, join_command
 from .machine import Machine
@@ -198,6 +199,12 @@ class SandboxedProcess(BotProcess):
                 await _kill_uid(self.uid.uid)
         finally:
             self._release()
+            if self.cgroup is not None:  # its final counters: what the sandbox ended
+                stats = self.cgroup.stats()
+                if stats.oom_kills:
+                    SANDBOX_KILLS.labels("memory").inc(stats.oom_kills)
+                if stats.forks_refused:
+                    SANDBOX_KILLS.labels("pids").inc()
             for line in self.limits_reached():
                 self.note(self.log_path.name, line)
 

@@ -43,6 +43,7 @@ from ..rules import parse_deck
 from ..rules.errors import RulesError
 from ..wire.convert import options_from_pb
 from .auth import TokenInterceptor
+from .rpc_metrics import RpcMetricsInterceptor
 from .records import RecordSpace, RecordSpaceError, folder_bytes
 from .settings import ServiceSettings, is_local_address, settings_summary
 
@@ -252,14 +253,14 @@ async def start_server(settings: ServiceSettings, records_dir: Path,
     """Start the service as ``settings`` say (listen address, token, TLS, limits), with health
     checking and, when they allow it, reflection; returns the server and the bound port."""
     listen = settings.listen
-    interceptors = [TokenInterceptor(settings.token)] if settings.token is not None else []
+    # the metrics' interceptor first: calls the token's refuses are counted too
+    interceptors: list[grpc.aio.ServerInterceptor] = [RpcMetricsInterceptor()]
+    if settings.token is not None:
+        interceptors.append(TokenInterceptor(settings.token))
     # a port in use is an error, not shared
     server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
     referee_pb2_grpc.add_RefereeServiceServicer_to_server(RefereeService(records_dir, settings, launcher), server)
-    checker = health.aio.HealthServicer()
-    for name in ("", "casino.v1.RefereeService"):
-        await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
-    health_pb2_grpc.add_HealthServicer_to_server(checker, server)
+    await _add_health(server)
     if settings.reflection_on:
         names = (
             referee_pb2.DESCRIPTOR.services_by_name["RefereeService"].full_name,
@@ -267,16 +268,31 @@ async def start_server(settings: ServiceSettings, records_dir: Path,
             reflection.SERVICE_NAME,
         )
         reflection.enable_server_reflection(names, server)
+    port = _bind(server, listen, settings.tls)
+    await server.start()
+    return server, port
+
+
+async def _add_health(server: grpc.aio.Server) -> None:
+    """grpc.health.v1 on ``server``: the service and the server as a whole are SERVING."""
+    checker = health.aio.HealthServicer()
+    for name in ("", "casino.v1.RefereeService"):
+        await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(checker, server)
+
+
+def _bind(server: grpc.aio.Server, listen: str, tls: Any = None) -> int:
+    """Add ``listen`` to ``server`` (TLS when ``tls`` is given); the bound port, or ListenError
+    with gRPC's own reason."""
     host_port = _HOST_PORT.match(listen)
     if host_port and int(host_port.group(1)) > 65535:  # gRPC would pick a free port instead
         raise ListenError(f"cannot listen on {listen}: port must be 0..65535")
     port = None
     with _stderr_kept() as core_log:  # gRPC's core logs why a bind fails on stderr itself
         try:
-            if settings.tls is None:
+            if tls is None:
                 port = server.add_insecure_port(listen)
             else:
-                tls = settings.tls
                 credentials = grpc.ssl_server_credentials([(tls.private_key, tls.cert_chain)],
                                                           root_certificates=tls.client_ca,
                                                           require_client_auth=tls.mutual)
@@ -286,6 +302,15 @@ async def start_server(settings: ServiceSettings, records_dir: Path,
     if port is None:
         raise ListenError(f"cannot listen on {listen}: {_why_not_bound(core_log)}")
     sys.stderr.write(core_log[0])  # whatever it said on a bind that worked
+    return port
+
+
+async def start_health_server(listen: str) -> tuple[grpc.aio.Server, int]:
+    """A plaintext server with only grpc.health.v1 (``--health-listen``): for probes that cannot
+    speak TLS, such as Kubernetes' native gRPC probes, when the service's own port is TLS."""
+    server = grpc.aio.server(interceptors=[RpcMetricsInterceptor()], options=[("grpc.so_reuseport", 0)])
+    await _add_health(server)
+    port = _bind(server, listen)
     await server.start()
     return server, port
 
@@ -317,19 +342,32 @@ def _why_not_bound(core_log: list[str]) -> str:
     return " ".join(lines[-1].split("] ", 1)[1].split())
 
 
-async def serve(settings: ServiceSettings, records_dir: Path | None = None, launcher: Launcher | None = None) -> None:
-    """Serve until SIGINT/SIGTERM, then stop gracefully (running matches get 5 s)."""
+async def serve(settings: ServiceSettings, records_dir: Path | None = None, launcher: Launcher | None = None,
+                health_listen: str | None = None) -> None:
+    """Serve until SIGINT/SIGTERM, then stop gracefully (running matches get 5 s); with
+    ``health_listen``, health checks on a second, plaintext port too."""
     records = records_dir or Path(tempfile.mkdtemp(prefix="casino-records-"))
     records.mkdir(parents=True, exist_ok=True)
     server, port = await start_server(settings, records, launcher)
+    health_server = None
+    if health_listen is not None:
+        try:
+            health_server, health_port = await start_health_server(health_listen)
+        except BaseException:
+            await server.stop(grace=None)
+            raise
     if settings.token is not None and settings.tls is None and not is_local_address(settings.listen):
         sys.stderr.write(f"referee: warning: the token crosses the network in clear text on {settings.listen}: "
                          "give --tls-cert and --tls-key\n")
     print(f"referee listening on {settings.listen} (port {port}; {settings_summary(settings)}); records in {records}",
           flush=True)
+    if health_server is not None:
+        print(f"referee health checks (plaintext) on {health_listen} (port {health_port})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    if health_server is not None:
+        await health_server.stop(grace=None)
     await server.stop(grace=5)

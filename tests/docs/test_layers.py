@@ -117,12 +117,13 @@ def test_the_layers_only_look_down() -> None:
 # of its own layer or below. The rules engine is the bottom; the arena sits on the whole referee.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.rules",),
-    ("referee.errors", "referee.clock", "referee.names", "referee.players", "referee.perft", "referee.logs"),
+    ("referee.errors", "referee.clock", "referee.names", "referee.players", "referee.perft", "referee.metrics",
+     "referee.logs"),
     ("referee.wire",),
     ("referee.bots", "referee.sandbox"),
     ("referee.match",),
     ("referee.service", "referee.cli"),
-    ("arena.errors", "arena.config", "arena.bot_archive"),
+    ("arena.errors", "arena.config", "arena.bot_archive", "arena.metrics"),
     ("arena.rating", "arena.schedule"),
     ("arena.store",),
     ("arena.play",),

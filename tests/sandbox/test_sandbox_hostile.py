@@ -7,6 +7,7 @@ show the attack itself works and it is the sandbox that stops it.
 Skipped, with the reason, where bubblewrap cannot run.
 """
 
+
 from __future__ import annotations
 
 import asyncio
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from referee.bots.endpoint import BotEndpoint
 from referee.match.report import MatchReport
@@ -170,8 +172,17 @@ def test_it_cannot_reach_another_bots_socket(tmp_path: Path, mode: str) -> None:
     assert_no_bot_processes(patterns=HOSTILE_PATTERN)
 
 
+def kills(reason: str) -> float:
+    """``referee_sandbox_kills_total{reason}`` in this process (tests run one at a time in it)."""
+    return REGISTRY.get_sample_value("referee_sandbox_kills_total", {"reason": reason}) or 0.0
+
+
 def test_a_memory_hog_is_killed_at_its_limit_and_recorded(tmp_path: Path) -> None:
+    before = kills("memory")
     report, launcher = play([hostile("hog_memory.py"), victim()], tmp_path / "logs", games=2, memory_mib=128)
+    killed_in_notes = sum(int(line.split(": ")[1].split()[0]) for _, line in launcher.notes
+                          if line.startswith("memory limit"))
+    assert killed_in_notes >= 1 and kills("memory") - before == killed_in_notes, "the metrics count each OOM kill"
     assert len(report.games) == 2, "the match goes on"
     reasons = failures_of(report, 0)
     killed = "the bot process killed by the sandbox: memory limit (128 MiB)"
@@ -182,7 +193,10 @@ def test_a_memory_hog_is_killed_at_its_limit_and_recorded(tmp_path: Path) -> Non
 
 
 def test_a_fork_bomb_is_capped_by_the_process_limit_and_recorded(tmp_path: Path) -> None:
+    before = kills("pids")
     report, launcher = play([hostile("fork_bomb.py"), victim()], tmp_path / "logs", processes=32)
+    capped = [line for _, line in launcher.notes if line.startswith("process limit")]
+    assert kills("pids") - before == len(capped) >= 1, "the metrics count each bot process capped"
     forks = reports(report.logs_dir / "bot0.log")["forks"]
     assert forks["refused"] == "EAGAIN" and 0 < forks["children"] < 32, forks
     assert any(line.startswith("process limit (32) reached: ") for _, line in launcher.notes), launcher.notes

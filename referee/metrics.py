@@ -1,0 +1,186 @@
+"""The referee's Prometheus metrics: every name, label and bucket in one place (docs/operations.md).
+
+They are recorded wherever a game is played (``referee serve``, ``arena run``, ``arena worker``)
+into prometheus_client's process-wide registry, and served only where a command is given
+``--metrics-listen HOST:PORT``. A finished game is observed once, from its result and record
+(``observe_game``), so the hot path of a play pays nothing for them. Per-bot series are bounded:
+``BotSeries`` keeps those of the most recently seen bots and removes the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from .errors import ListenError
+
+T = TypeVar("T")
+
+# Move times: a fast bot answers in well under a millisecond, a search bot near its limit (100 ms
+# to seconds); the buckets cover both ends.
+MOVE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+GAME_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+RPC_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
+MAX_BOTS = 256  # bots whose per-bot series are kept (the least recently seen beyond are removed)
+LAG_INTERVAL_S = 0.25  # how often the event loop's lag is sampled
+
+GAMES_STARTED = Counter("referee_games_started", "Games whose play began.")
+GAMES_FINISHED = Counter("referee_games_finished", "Games with a result, by termination and reason.",
+                         ["termination", "reason"])
+GAMES_FAILED = Counter("referee_games_failed", "Games that ended without a result (an error of the referee or "
+                       "the platform; 'cancelled' when their caller stopped them), by error.", ["error"])
+GAME_SECONDS = Histogram("referee_game_duration_seconds", "Wall time of a finished game.", ["termination"],
+                         buckets=GAME_BUCKETS)
+MOVES_JUDGED = Counter("referee_moves_judged", "Plays in finished games' records: a bot's move, or the random "
+                       "move substituted after its failure.", ["bot"])
+MOVE_SECONDS = Histogram("referee_move_seconds", "Wall time per move, as the game's record has it.", ["bot"],
+                         buckets=MOVE_BUCKETS)
+MOVE_CPU_SECONDS = Histogram("referee_move_cpu_seconds", "CPU time per move, where it was measured.", ["bot"],
+                             buckets=MOVE_BUCKETS)
+BOT_FAILURES = Counter("referee_bot_failures", "Failures in finished games, by bot and kind.", ["bot", "kind"])
+BOTS_RUNNING = Gauge("referee_bots_running", "Bot processes running, started by this process.")
+SANDBOX_KILLS = Counter("referee_sandbox_kills", "Bot processes the sandbox or the clock ended, by reason: "
+                        "memory (OOM kills), pids (a fork refused at the process limit), time (restarted "
+                        "after a missed deadline).", ["reason"])
+EVENT_LOOP_LAG = Histogram("referee_event_loop_lag_seconds", f"How late a {LAG_INTERVAL_S} s asyncio sleep "
+                           "wakes up.", buckets=LAG_BUCKETS)
+GRPC_HANDLED = Counter("grpc_server_handled", "Calls the gRPC server finished, by method and status code.",
+                       ["grpc_service", "grpc_method", "grpc_code"])
+GRPC_SECONDS = Histogram("grpc_server_handling_seconds", "Latency of the gRPC server's calls.",
+                         ["grpc_service", "grpc_method"], buckets=RPC_BUCKETS)
+PER_BOT = (MOVES_JUDGED, MOVE_SECONDS, MOVE_CPU_SECONDS, BOT_FAILURES)
+
+
+class BotSeries:
+    """The bots that have per-bot series, least recently seen first; beyond ``cap`` the oldest
+    bot's series are removed from every per-bot metric, so a ladder that sees thousands of bots
+    over its life keeps a bounded number of series (a removed bot's series start again at zero)."""
+
+    def __init__(self, cap: int = MAX_BOTS) -> None:
+        self.cap = cap
+        self._seen: OrderedDict[str, set[str]] = OrderedDict()  # bot -> failure kinds it has series for
+        self._lock = threading.Lock()
+
+    def touch(self, bots: Sequence[str], kinds: Sequence[tuple[str, str]] = ()) -> None:
+        """``bots`` played a game now; ``kinds``: the (bot, kind) failure series it added."""
+        with self._lock:
+            for bot in bots:
+                self._seen.setdefault(bot, set())
+                self._seen.move_to_end(bot)
+            for bot, kind in kinds:
+                self._seen.setdefault(bot, set()).add(kind)
+            while len(self._seen) > self.cap:
+                self._remove(*self._seen.popitem(last=False))
+
+    def keep_only(self, bots: Sequence[str]) -> None:
+        """Remove the series of every bot not in ``bots`` (a run that knows its tournament's bots)."""
+        with self._lock:
+            for bot in [b for b in self._seen if b not in set(bots)]:
+                self._remove(bot, self._seen.pop(bot))
+
+    def __contains__(self, bot: str) -> bool:
+        return bot in self._seen
+
+    @staticmethod
+    def _remove(bot: str, kinds: set[str]) -> None:
+        for metric in (MOVES_JUDGED, MOVE_SECONDS, MOVE_CPU_SECONDS):
+            try:
+                metric.remove(bot)
+            except KeyError:
+                pass
+        for kind in kinds:
+            try:
+                BOT_FAILURES.remove(bot, kind)
+            except KeyError:
+                pass
+
+
+BOTS = BotSeries()
+
+
+def failure_kind_label(kind_name: str) -> str:
+    """``FAILURE_KIND_ILLEGAL_MOVE`` -> ``illegal_move``."""
+    return kind_name.removeprefix("FAILURE_KIND_").lower()
+
+
+def observe_game(bots: Sequence[str], termination: str, reason: str, duration_s: float,
+                 timings_us: Sequence[Sequence[int]], cpu_us: Sequence[int | None],
+                 failures: Sequence[tuple[int, str]], series: BotSeries = BOTS) -> None:
+    """One finished game: ``bots`` by seat, its termination (``normal``/``forfeit``) and reason,
+    its plays' ``[seat, wall us]`` and CPU us, and its failures as (seat, kind label)."""
+    GAMES_FINISHED.labels(termination, reason).inc()
+    GAME_SECONDS.labels(termination).observe(duration_s)
+    kinds = [(bots[seat], kind) for seat, kind in failures]
+    series.touch(bots, kinds)
+    wall = [MOVE_SECONDS.labels(bot) for bot in bots]
+    cpu = [MOVE_CPU_SECONDS.labels(bot) for bot in bots]
+    plays = [0] * len(bots)
+    for (seat, us), cpu_time in zip(timings_us, cpu_us):
+        plays[seat] += 1
+        wall[seat].observe(us / 1e6)
+        if cpu_time is not None:
+            cpu[seat].observe(cpu_time / 1e6)
+    for seat, bot in enumerate(bots):
+        if plays[seat]:
+            MOVES_JUDGED.labels(bot).inc(plays[seat])
+    for bot, kind in kinds:
+        BOT_FAILURES.labels(bot, kind).inc()
+
+
+def error_label(exc: BaseException) -> str:
+    """The ``error`` label of a game that ended without a result."""
+    return "cancelled" if isinstance(exc, asyncio.CancelledError) else type(exc).__name__
+
+
+# --- serving ------------------------------------------------------------------------------------
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:9100`` for IPv6) -> (host, port); port 0 picks a free one."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ListenError(f"--metrics-listen must be HOST:PORT with a port 0..65535 (e.g. 127.0.0.1:9100), "
+                          f"not {text!r}")
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
+def serve_metrics(listen: str, prog: str) -> str:
+    """Serve the registry at ``http://HOST:PORT/metrics`` from a thread and say where on stderr,
+    once; ListenError for an address that cannot be listened on (malformed, taken, not this
+    machine's)."""
+    host, port = parse_listen(listen)
+    try:
+        server, _thread = start_http_server(port, addr=host)
+    except OSError as exc:  # in use, or an address this machine does not have
+        raise ListenError(f"cannot serve metrics on {listen}: {exc.strerror or exc}") from None
+    bound = server.server_address[1]
+    url = f"http://{f'[{host}]' if ':' in host else host}:{bound}/metrics"
+    sys.stderr.write(f"{prog}: metrics at {url}\n")
+    sys.stderr.flush()
+    return url
+
+
+async def watch_event_loop(interval_s: float = LAG_INTERVAL_S) -> None:
+    """Sample how late the running loop wakes from a sleep, for ever (cancel it to stop): a loop
+    blocked by synchronous work shows here before it shows as missed deadlines."""
+    while True:
+        start = time.perf_counter()
+        await asyncio.sleep(interval_s)
+        EVENT_LOOP_LAG.observe(max(0.0, time.perf_counter() - start - interval_s))
+
+
+async def with_loop_watch(main: Awaitable[T]) -> T:
+    """Await ``main`` with ``watch_event_loop`` running beside it."""
+    watcher = asyncio.ensure_future(watch_event_loop())
+    try:
+        return await main
+    finally:
+        watcher.cancel()
