@@ -37,11 +37,6 @@ def add_log_format_arg(parser: argparse.ArgumentParser) -> None:
                              "per line (json; docs/operations.md)")
 
 
-def failure_kind_name(kind_name: str) -> str:
-    """A protocol FailureKind's name as logs (and metrics) give it: ``FAILURE_KIND_TIMEOUT`` -> ``timeout``."""
-    return kind_name.removeprefix("FAILURE_KIND_").lower()
-
-
 class JsonFormatter(_LibraryJsonFormatter):
     """One JSON object per record: time, level, logger, message, FIELDS it carries, exc_info."""
 
@@ -103,4 +98,4 @@ def configured_format() -> str:
 
 
 __all__ = ["FIELDS", "LOG_FORMATS", "JsonFormatter", "add_log_format_arg", "configure", "configured_format",
-           "failure_kind_name", "iso_utc", "make_formatter"]
+           "iso_utc", "make_formatter"]

@@ -22,7 +22,6 @@ from ..metrics import GAMES_FAILED, GAMES_STARTED, SANDBOX_KILLS, error_label, f
 from ..bots.slot import BotSlot
 from ..bots.cpu import CpuMeter
 from ..clock import GameClock, TimeControl
-from ..logs import failure_kind_name
 from ..rules import GameState, Move, apply, legal_moves, new_game, parse_move
 from ..rules.errors import RulesError
 from ..rules.legal import explain_illegal
@@ -105,7 +104,7 @@ async def _play_game(
         log.warning("game %s seat %d (%s): %s: %s%s", game_id, seat, seats[seat].name,
                     F.Name(failure.kind), failure.reason, " -> forfeit" if forfeit else " -> random move",
                     extra={"game_id": game_id, "seat": seat, "bot": seats[seat].name, "reason": failure.reason,
-                           "failure_kind": failure_kind_name(F.Name(failure.kind))})
+                           "failure_kind": failure_kind_label(F.Name(failure.kind))})
 
     async def start_seat(seat: int) -> StreamFailure | None:
         """Make the seat's bot ready and tell it the game; a stream that breaks on the way (a bot
@@ -178,7 +177,7 @@ async def _play_game(
                 moved[seat] = True
                 log.info("game %s seat %d: %s before its first move; restarting", game_id, seat, answer.reason,
                          extra={"game_id": game_id, "seat": seat, "bot": slot.name, "reason": answer.reason,
-                                "failure_kind": failure_kind_name(F.Name(answer.kind))})
+                                "failure_kind": failure_kind_label(F.Name(answer.kind))})
                 why = await start_seat(seat)
                 if why is None:
                     continue
@@ -242,7 +241,8 @@ def _end_fields(game_id: str, result: game_pb2.GameResult, seats: Sequence[BotSl
     fields: dict[str, object] = {"game_id": game_id, "reason": result.reason}
     forfeit = next((f for f in result.failures if f.forfeit), None)
     if forfeit is not None:
-        fields.update(seat=forfeit.seat, bot=seats[forfeit.seat].name, failure_kind=failure_kind_name(F.Name(forfeit.kind)))
+        fields.update(seat=forfeit.seat, bot=seats[forfeit.seat].name,
+                      failure_kind=failure_kind_label(F.Name(forfeit.kind)))
     return fields
 
 

@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from referee.logs import FIELDS, JsonFormatter, failure_kind_name, iso_utc, make_formatter
+from referee.logs import FIELDS, JsonFormatter, iso_utc, make_formatter
+from referee.metrics import failure_kind_label
 from tests.conftest import builtin_bot_command, python_bot_command
 from tests.support import assert_usage_error, run_referee
 
@@ -36,7 +37,7 @@ def test_a_match_logs_json_lines_whose_failures_are_the_records(tmp_path: Path) 
         record = json.loads(path.read_text(encoding="utf-8"))
         names = {int(s.get("seat", 0)): s["name"] for s in record["seats"]}
         recorded |= {(record["game_id"], int(f.get("seat", 0)), names[int(f.get("seat", 0))],
-                      failure_kind_name(f["kind"]), f["reason"]) for f in record["failures"]}
+                      failure_kind_label(f["kind"]), f["reason"]) for f in record["failures"]}
     assert len(recorded) == 2, recorded
     logged = {(r["game_id"], r["seat"], r["bot"], r["failure_kind"], r["reason"]) for r in lines
               if r["level"] == "warning" and r["logger"] == "referee.match.game"}
