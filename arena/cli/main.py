@@ -18,6 +18,8 @@ from typing import Any, NoReturn
 from referee.cli.render import record_lines
 from referee.cli.main import add_metrics_argument
 from referee.errors import RefereeError
+from referee.logs import add_log_format_arg
+from referee.logs import configure as configure_logging
 from referee.match.record import seat_move_times
 from referee.metrics import serve_metrics, with_loop_watch
 from referee.rules import RulesError
@@ -25,6 +27,7 @@ from referee.rules import RulesError
 from ..bot_archive import ArchiveError, check_archive, command_problem, read_archive_file
 from ..config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from ..errors import ArenaError, UsageError, one_line, quoted, shown
+from ..play.joblog import job_fields
 from ..play.runner import current_standings, open_tournament
 from ..rating.failures import failure_place, kind_name
 from ..rating.standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
@@ -329,6 +332,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Royal Casino tournaments: round robins, ladders and standings.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the referee does (to stderr)")
+    add_log_format_arg(parser)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("run", help="run (or resume) a tournament file")
@@ -426,8 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("bots add needs NAME and CMD_OR_ADDR")
         if args.archive is not None and args.action != "add":
             parser.error(f"bots {args.action} takes no --archive")
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_format, logging.INFO if args.verbose else logging.ERROR,
+                      "%(asctime)s %(levelname)s %(name)s: %(message)s", fields_from=[job_fields])
     try:
         return int(args.func(args))
     except (ArenaError, RefereeError) as exc:  # the arena's and the referee's (an endpoint, an option)

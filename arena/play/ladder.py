@@ -149,7 +149,7 @@ class LadderServer:
     def on_skipped(self, event: JobSubmissionEvent) -> None:
         """A round came due while the previous one was still playing: APScheduler skipped it."""
         due = ", ".join(t.isoformat(timespec="seconds") for t in event.scheduled_run_times)
-        log.warning("round due at %s skipped: the previous round is still playing", due)
+        log.warning("round due at %s skipped: the previous round is still playing", due, extra={"tournament": self.tid})
         self.console.print(f"round due at {due} skipped: the previous round is still playing")
 
     # --- rounds -----------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ class LadderServer:
                 raise
             # our own cancellation (second signal): the runner has put the running games back to pending
         except Exception as exc:
-            log.exception("ladder round failed")
+            log.exception("ladder round failed", extra={"tournament": self.tid})
             self.console.print(f"[red]ladder round failed: {type(exc).__name__}: {exc}")
             self.status = 1
             self.stop()
@@ -207,7 +207,8 @@ class LadderServer:
         active = self.store.bots(self.tid, active_only=True)
         players = self.config.players
         if len(active) < players:
-            log.warning("round skipped: %d active bot(s), games need %d", len(active), players)
+            log.warning("round skipped: %d active bot(s), games need %d", len(active), players,
+                        extra={"tournament": self.tid})
             self.console.print(f"round skipped: {len(active)} active bot(s), a game needs {players} "
                                f"(add some with `arena bots add NAME CMD_OR_ADDR -f {self.config.path.name}`)")
             return None
@@ -216,6 +217,7 @@ class LadderServer:
                            self.store.last_game_number(self.tid), self.store.last_set_number(self.tid))
         self.store.add_games(self.tid, number, games, then=self._queue_games if self.queue else None)
         self.console.print(f"round {number}: {len(active)} bots, {len(games)} games")
+        log.info("round %d: %d bots, %d games", number, len(active), len(games), extra={"tournament": self.tid})
         return number
 
     def _queue_games(self, conn: Connection, tid: int) -> int:
@@ -281,6 +283,8 @@ class LadderServer:
         state = f", stopped with {left} left for the next start" if left else ""
         self.console.print(f"round {number}: {played} game{'s' * (played != 1)} played{state}; leader {leader.name} "
                            f"(μ−3σ {leader.conservative:.2f})")
+        log.info("round %d: %d game%s played%s; leader %s (μ−3σ %.2f)", number, played, "s" * (played != 1), state,
+                 leader.name, leader.conservative, extra={"tournament": self.tid})
         title = f"{self.config.name}: standings after round {number}"
         self.console.print(fitting_standings_table(self.console, standings, title))
 

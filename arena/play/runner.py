@@ -253,7 +253,8 @@ class TournamentRunner:
             raise
         except Exception as exc:  # the referee's own failure, not a bot's: retry, then give up
             error = f"{type(exc).__name__}: {exc}"
-            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt)
+            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt,
+                          extra=self._log_fields(task, None, error))
             if live is not None:
                 await live.done(task)
             await self._db(self.store.fail, task, error, task.attempt < MAX_ATTEMPTS)
@@ -263,10 +264,24 @@ class TournamentRunner:
         if live is not None:
             await live.done(task)  # no write of its row after the one that deletes it
         if not await self._db(self.store.finish, task, report.result, report.record):
-            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt)
+            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt,
+                        extra=self._log_fields(task, report.game_id, "no longer ours"))
             return
+        log.info("game %d stored (attempt %d): %s", task.number, task.attempt, report.result.reason,
+                 extra=self._log_fields(task, report.game_id, report.result.reason))
         await self._rate()
         self.on_game(GameDone(task, report))
+
+    def _log_fields(self, task: GameTask, game_id: str | None, reason: str) -> dict[str, object]:
+        """A game's log fields (docs/operations.md, "Logs"): ids, attempt, why it ended or failed;
+        without ``game_id`` (a game that could not be played) the setup's, unless that fails too."""
+        fields: dict[str, object] = {"game": task.number, "tournament": self.tid, "attempt": task.attempt,
+                                     "reason": reason}
+        try:
+            fields["game_id"] = game_id or self._setup(task).game_id
+        except Exception:  # the setup may be what failed: the line goes out without it
+            pass
+        return fields
 
     async def _rate(self, now: bool = False) -> None:
         """Apply ratings at most every RATING_INTERVAL_S (each call rates every game it can, in

@@ -231,7 +231,8 @@ class QueueWorker:
             stalled = list(await context.app.job_manager.get_stalled_jobs(
                 seconds_since_heartbeat=self.settings.stalled_after_s))
             for job in stalled:
-                log.warning("retrying job %s (%s): its worker stopped sending heartbeats", job.id, job.task_name)
+                log.warning("retrying job %s (%s): its worker stopped sending heartbeats", job.id, job.task_name,
+                            extra={"job_id": job.id})
                 await context.app.job_manager.retry_job(job)
             return len(stalled)
 
@@ -262,7 +263,8 @@ class QueueWorker:
         except Exception as exc:  # the referee's own failure, or a game past its time bound
             error = ("the game took longer than its time control allows (hung)" if isinstance(exc, TimeoutError)
                      else f"{type(exc).__name__}: {exc}")
-            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt)
+            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt,
+                          extra=_log_fields(job_id, job, task.attempt, error))
             if self.live is not None:
                 await self.live.done(task)
             final = task.attempt >= MAX_ATTEMPTS
@@ -277,8 +279,11 @@ class QueueWorker:
         stored = await asyncio.to_thread(store.finish, task, report.result, report.record,
                                          lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
         if not stored:
-            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt)
+            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt,
+                        extra=_log_fields(job_id, job, task.attempt, "no longer ours"))
             return f"game {task.number}: attempt {task.attempt} was no longer ours"
+        log.info("game %d of tournament %d stored (attempt %d): %s", task.number, job.tournament_id, task.attempt,
+                 report.result.reason, extra=_log_fields(job_id, job, task.attempt, report.result.reason))
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
 
     def _executor(self, job: GameJob) -> InProcessExecutor:
@@ -355,6 +360,12 @@ class QueueWorker:
             sys.stderr.write(f"arena worker: {row['n']} queued game(s) are for version {version}, this worker is "
                              f"{compatibility()}: not taking them (run a worker of that version)\n")
             sys.stderr.flush()
+
+
+def _log_fields(job_id: int, job: GameJob, attempt: int, reason: str) -> dict[str, object]:
+    """A game job's log fields (docs/operations.md, "Logs"): ids, the game's attempt, what happened."""
+    return {"job_id": job_id, "game_id": job.setup.game_id, "game": job.number, "tournament": job.tournament_id,
+            "attempt": attempt, "reason": reason}
 
 
 async def run_worker(settings: WorkerSettings) -> int:

@@ -4,8 +4,12 @@ unknown address is one line and exit status 2, not a traceback)."""
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
+
+from referee.logs import configured_format
 
 from referee.metrics import serve_metrics
 
@@ -26,6 +30,17 @@ def check_listen(host: str, port: int) -> None:
             raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
+def uvicorn_log_config(log_format: str) -> dict[str, Any]:
+    """Uvicorn's logging in the command's ``--log-format``: its own lines as ever for text; for json
+    its loggers hand their records (at info, whatever -v says) to the root handler referee/logs.py
+    set up, access lines included, so every line on stderr is one JSON object."""
+    if log_format != "json":
+        return LOGGING_CONFIG
+    return {"version": 1, "disable_existing_loggers": False,
+            "loggers": {name: {"level": "INFO", "handlers": [], "propagate": True}
+                        for name in ("uvicorn", "uvicorn.error", "uvicorn.access")}}
+
+
 def serve(settings: WebSettings) -> int:
     """Run the web app until stopped (Ctrl-C or SIGTERM); the database is checked first."""
     if settings.submit is not None:  # the web writes then: the schema is brought up to date first
@@ -39,7 +54,8 @@ def serve(settings: WebSettings) -> int:
         serve_metrics(settings.metrics_listen, "arena web")
     try:
         config = uvicorn.Config(create_app(settings, store), host=settings.host, port=settings.port,
-                                log_level="info", proxy_headers=True, server_header=False)
+                                log_level="info", proxy_headers=True, server_header=False,
+                                log_config=uvicorn_log_config(configured_format()))
         uvicorn.Server(config).run()
     finally:
         store.close()

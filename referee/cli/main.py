@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import sys
 from collections.abc import Sequence
@@ -11,6 +12,8 @@ from typing import NoReturn
 
 from ..clock import MAX_TIME_MS
 from ..errors import EXIT_USAGE, RefereeError
+from ..logs import add_log_format_arg
+from ..logs import configure as configure_logging
 from ..match.spec import MAX_GAMES
 from ..metrics import serve_metrics, with_loop_watch
 from ..perft import perft, perft_divide
@@ -111,7 +114,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..service.server import serve
     from ..service.settings import ServiceSettings
 
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    configure_logging(args.log_format, logging.INFO if args.verbose else logging.WARNING, "%(asctime)s %(name)s %(message)s")
     settings = ServiceSettings.load(
         token_file=args.token_file, token_env=args.token_env, tls_cert=args.tls_cert, tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca, bots=args.bot or (), allow_addresses=args.allow_address or (),
@@ -139,6 +142,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="referee", description="Royal Casino referee: rules engine tools.")
+    add_log_format_arg(parser)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def table_args(p: argparse.ArgumentParser) -> None:
@@ -245,6 +249,8 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.log_format == "json":  # every command's records as JSON (text: as each command sets up, as before)
+        configure_logging("json", logging.WARNING, "")
     signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.func(args))

@@ -18,6 +18,7 @@ from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import Launcher
 from ..clock import TimeControl
 from ..errors import EndpointError, UsageError
+from ..logs import configure as configure_logging
 from ..match.record import seat_move_times
 from ..match.report import GameReport, MatchReport
 from ..match.run import run_match
@@ -147,7 +148,7 @@ def summary_lines(report: MatchReport) -> list[str]:
 def cmd_match(args: argparse.Namespace) -> int:
     spec = spec_from_args(args, args.bot)
     launcher = launcher_from_args(args)
-    _logging(args.verbose)
+    _logging(args.verbose, args.log_format)
     report = asyncio.run(run_match(spec, launcher=launcher))
     for game in report.games:
         print(describe_game(game, report.bot_names, spec.options))
@@ -185,7 +186,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     matches = [(title, bots, spec_from_args(args, bots)) for title, bots in (
         ("against itself", [candidate, candidate]), ("against the built-in random bot", [candidate, random_bot]))]
     launcher = launcher_from_args(args)  # the sandbox the arena would use with the same settings
-    _logging(args.verbose)
+    _logging(args.verbose, args.log_format)
     with contextlib.ExitStack() as cleanup:
         if args.logs:
             return _check(args, candidate, matches, Path(args.logs), True, launcher)
@@ -261,5 +262,5 @@ def sandbox_lines(launcher: Launcher, endpoint: BotEndpoint) -> list[str]:
     return [lines[0], *(f"  {line}" for line in lines[1:])] if lines else []
 
 
-def _logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, format="%(asctime)s %(name)s %(message)s")
+def _logging(verbose: bool, log_format: str = "text") -> None:
+    configure_logging(log_format, logging.INFO if verbose else logging.ERROR, "%(asctime)s %(name)s %(message)s")

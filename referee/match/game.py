@@ -92,7 +92,7 @@ async def _play_game(
     substitute_rng = random.Random(seed)
     emit(referee_pb2.RunMatchResponse(game_started=referee_pb2.GameStarted(
         game_id=game_id, game_number=number, seat_bots=seat_bots, seed=seed)))
-    log.info("game %s: seats %s, seed %d", game_id, [s.name for s in seats], seed)
+    log.info("game %s: seats %s, seed %d", game_id, [s.name for s in seats], seed, extra={"game_id": game_id})
 
     def record_failure(seat: int, failure: StreamFailure, forfeit: bool, before_play: bool = False) -> None:
         item = game_pb2.Failure(
@@ -102,7 +102,9 @@ async def _play_game(
         failures.append(item)
         emit(referee_pb2.RunMatchResponse(failure=item))
         log.warning("game %s seat %d (%s): %s: %s%s", game_id, seat, seats[seat].name,
-                    F.Name(failure.kind), failure.reason, " -> forfeit" if forfeit else " -> random move")
+                    F.Name(failure.kind), failure.reason, " -> forfeit" if forfeit else " -> random move",
+                    extra={"game_id": game_id, "seat": seat, "bot": seats[seat].name, "reason": failure.reason,
+                           "failure_kind": failure_kind_label(F.Name(failure.kind))})
 
     async def start_seat(seat: int) -> StreamFailure | None:
         """Make the seat's bot ready and tell it the game; a stream that breaks on the way (a bot
@@ -142,7 +144,8 @@ async def _play_game(
             observe(GameSoFar(game_id, match_id, number, seen_seats, control, spec.policy.value, spec.max_strikes,
                               state, timings, cpu_timings, failures, len(timings), len(failures)))
         except Exception:  # an observer's bug must not end the game
-            log.exception("game %s: the play observer failed; it is not called again", game_id)
+            log.exception("game %s: the play observer failed; it is not called again", game_id,
+                          extra={"game_id": game_id})
             observe = None
 
     tell_observer()
@@ -172,7 +175,9 @@ async def _play_game(
                 # gone before its first move of this game (e.g. it exited after the last game):
                 # restart it and ask again once, rather than count a failure of the last game
                 moved[seat] = True
-                log.info("game %s seat %d: %s before its first move; restarting", game_id, seat, answer.reason)
+                log.info("game %s seat %d: %s before its first move; restarting", game_id, seat, answer.reason,
+                         extra={"game_id": game_id, "seat": seat, "bot": slot.name, "reason": answer.reason,
+                                "failure_kind": failure_kind_label(F.Name(answer.kind))})
                 why = await start_seat(seat)
                 if why is None:
                     continue
@@ -219,7 +224,7 @@ async def _play_game(
         if slot.ready:
             await slot.connection.send(end, send_s)  # type: ignore[union-attr]
     emit(referee_pb2.RunMatchResponse(game_result=result))
-    log.info("game %s: %s %s", game_id, result.reason, list(result.ranks))
+    log.info("game %s: %s %s", game_id, result.reason, list(result.ranks), extra=_end_fields(game_id, result, seats))
     record = referee_record(
         game_id=game_id, match_id=match_id, game_number=number,
         seats=seat_records(),
@@ -228,6 +233,17 @@ async def _play_game(
     )
     return GameReport(game_id, number, seat_bots, result, record)
 
+
+
+def _end_fields(game_id: str, result: game_pb2.GameResult, seats: Sequence[BotSlot]) -> dict[str, object]:
+    """The game-end log line's fields: why it ended, and for a forfeit who forfeited and for what
+    (the first forfeiting failure: more than one seat can fail to start)."""
+    fields: dict[str, object] = {"game_id": game_id, "reason": result.reason}
+    forfeit = next((f for f in result.failures if f.forfeit), None)
+    if forfeit is not None:
+        fields.update(seat=forfeit.seat, bot=seats[forfeit.seat].name,
+                      failure_kind=failure_kind_label(F.Name(forfeit.kind)))
+    return fields
 
 
 async def _ask(slot: BotSlot, request: bytes, turn_id: int, clock: GameClock,

@@ -117,7 +117,8 @@ def test_the_layers_only_look_down() -> None:
 # of its own layer or below. The rules engine is the bottom; the arena sits on the whole referee.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.rules",),
-    ("referee.errors", "referee.clock", "referee.names", "referee.players", "referee.perft", "referee.metrics"),
+    ("referee.errors", "referee.clock", "referee.names", "referee.players", "referee.perft", "referee.metrics",
+     "referee.logs"),
     ("referee.wire",),
     ("referee.bots", "referee.sandbox"),
     ("referee.match",),
