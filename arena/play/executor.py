@@ -75,7 +75,6 @@ class InProcessExecutor:
     def __init__(self, logs_dir: Path, launcher: Launcher | None = None) -> None:
         self.logs_dir = logs_dir
         self.launcher = launcher or default_launcher()
-        logs_dir.mkdir(parents=True, exist_ok=True)
         self._sockets = tempfile.TemporaryDirectory(prefix="arena-sock-")
         self._pools: dict[SeatBot, _BotPool] = {}
         self._turn_ids = itertools.count(1)  # unique across every stream of this process
@@ -83,6 +82,9 @@ class InProcessExecutor:
     def _pool(self, bot: SeatBot) -> _BotPool:
         pool = self._pools.get(bot)
         if pool is None:
+            # made with the first bot, not before: a process that plays nothing (a queued ladder's
+            # coordinator) writes nothing beside a tournament file that may be read-only
+            self.logs_dir.mkdir(parents=True, exist_ok=True)
             pool = self._pools[bot] = _BotPool(bot, self.logs_dir, Path(self._sockets.name), self.launcher)
         return pool
 

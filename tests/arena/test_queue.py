@@ -117,6 +117,10 @@ def test_a_queued_ladder_plays_the_rounds_a_local_one_plays(pg_url: str, tmp_pat
         done = run_arena("serve", str(queued), "--rounds", "2", "--queue", timeout=FOLLOW_TIMEOUT_S)
         assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{log_text(tmp_path / 'logs')}"
     assert "round 2:" in done.stdout, done.stdout
+    # a queued ladder's server plays nothing, so it writes nothing beside its file (which a
+    # deployment mounts read-only); the local one keeps its bots' logs there
+    assert sorted(p.name for p in (tmp_path / "queued").iterdir()) == ["lad.toml"]
+    assert (tmp_path / "local" / "lad-logs").is_dir()
     local_games, local_history = _ladder_games(f"sqlite:///{tmp_path / 'local.db'}", "lad")
     queued_games, queued_history = _ladder_games(pg_url, "lad")
     assert {g[1] for g in local_games} == {1, 2}
