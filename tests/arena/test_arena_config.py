@@ -447,6 +447,7 @@ FINGERPRINT_BASE = cup("games_per_pairing = 4\nseed = 3\nconcurrency = 2")
     ("concurrency = 2", "concurrency = 2\n[time]\nmove_ms = 999"),
     ("concurrency = 2", "concurrency = 2\n[rules]\nmax_deals = 29"),
     ("concurrency = 2", 'concurrency = 2\n[failures]\npolicy = "random_move"'),
+    ("concurrency = 2", "concurrency = 2\nauto_forced = false"),
 ])
 def test_fingerprint_changes_with_settings_that_decide_games(tmp_path: Path, old: str, new: str) -> None:
     assert old in FINGERPRINT_BASE
@@ -483,3 +484,14 @@ def test_config_values_are_frozen(tmp_path: Path) -> None:
     config = parse(cup(), tmp_path)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.seed = 2  # type: ignore[misc]
+
+
+def test_auto_forced_is_on_unless_the_file_turns_it_off(tmp_path: Path) -> None:
+    assert parse(cup(), tmp_path).game_settings.auto_forced is True
+    # the default written out: a tournament whose file predates the key resumes unchanged
+    written = FINGERPRINT_BASE.replace("concurrency = 2", "concurrency = 2\nauto_forced = true", 1)
+    assert parse(written, tmp_path).settings_fingerprint() == parse(FINGERPRINT_BASE, tmp_path).settings_fingerprint()
+    off = parse(cup("auto_forced = false"), tmp_path)
+    assert off.auto_forced is False and off.game_settings.auto_forced is False
+    with pytest.raises(ConfigError, match="auto_forced"):
+        parse(cup('auto_forced = "no"'), tmp_path)
