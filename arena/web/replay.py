@@ -206,6 +206,10 @@ def _views(engine: dict[str, Any], wrapper: dict[str, Any] | None, names: list[s
     state, deals = _start(engine)
     failures = record_failures(wrapper)
     substituted = {(f["deal"], f["play"]): f for f in failures if not f["forfeit"]}
+    forced = (wrapper or {}).get("forced", [])  # indices over the game of the referee's own plays
+    if not isinstance(forced, list) or not all(type(i) is int for i in forced):
+        raise InvalidRecordError("malformed record: forced must be a list of play indices")
+    forced_set = set(forced)
     sheets: list[dict[str, Any]] = []
     views = [{"step": 0, "play": None, "deal_end": None, **_position(state, sheets)}]
     number = 0
@@ -222,13 +226,17 @@ def _views(engine: dict[str, Any], wrapper: dict[str, Any] | None, names: list[s
                     raise IllegalMoveError(str(move), explain_illegal(state, move))
             except RulesError as exc:
                 raise InvalidRecordError(f"deal {k + 1}, play {i + 1} ({text!r}): {exc}") from None
+            is_forced = number in forced_set  # number is the index of this play, before counting it
+            if is_forced and len(legal_moves(state)) != 1:
+                raise InvalidRecordError(f"deal {k + 1}, play {i + 1} is marked forced, but its mover had "
+                                         f"{len(legal_moves(state))} legal moves")
             number += 1
             seat = state.to_move
             after = play(state, move)
             entry: dict[str, Any] = {"number": number, "deal": k + 1, "in_deal": i + 1, "seat": seat,
                                      "move": str(move), "card": CODE[move.card], "kind": move.kind.name.lower(),
                                      "words": move_words(move, _who(seat, names), state),
-                                     "sweep": after.sweeps != state.sweeps, "random": None}
+                                     "sweep": after.sweeps != state.sweeps, "random": None, "forced": is_forced}
             if (f := substituted.get((k, i + 1))) is not None:
                 entry["random"] = {"kind": f["kind"], "reason": f["reason"]}
             deal_end = None

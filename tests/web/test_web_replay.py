@@ -21,7 +21,7 @@ from arena.store.models import Bot, Game
 from arena.store.store import Store
 from arena.web.replay import replay_views
 from referee.cli.render import record_lines
-from referee.rules import InvalidRecordError, RuleOptions, apply, game_record, legal_moves, new_game
+from referee.rules import InvalidRecordError, RuleOptions, apply, game_record, legal_moves, new_game, replay_record
 from tests.web.web_support import TOURNAMENT, client_for, db_path, read_store
 
 HOSTILE = '<script>alert("x")</script>&'
@@ -120,6 +120,8 @@ def running(record: dict[str, Any], plays: int) -> dict[str, Any]:
         left -= len(deal["moves"])
     engine["deals"], engine["result"] = deals, None
     out["result"], out["timings_us"], out["cpu_us"] = {}, out["timings_us"][:plays], out["cpu_us"][:plays]
+    if "forced" in out:  # as GameSoFar.record: the forced plays made so far
+        out["forced"] = [i for i in out["forced"] if i < plays]
     return out
 
 
@@ -164,6 +166,25 @@ def test_a_record_the_engine_disagrees_with_is_refused_naming_the_play(games: li
         replay_views(record)
     with pytest.raises(InvalidRecordError):
         replay_views({"format": "something else"})
+
+
+def test_forced_plays_are_marked_and_a_false_mark_is_refused(games: list[Any]) -> None:
+    """The tournament was played with auto_forced (the default): the viewer marks exactly the
+    record's forced plays, each the only legal move, and refuses a record that lies about one."""
+    marked = 0
+    for _number, record, _names, _row in games:
+        views = replay_views(record)
+        flags = [v["play"]["forced"] for v in views[1:]]
+        assert [i for i, f in enumerate(flags) if f] == record.get("forced", [])
+        marked += sum(flags)
+    assert marked > 0, "the played tournament has forced plays"
+    record = copy.deepcopy(games[0][1])
+    before: list[int] = []
+    replay_record(record["engine"], on_play=lambda state, _t: before.append(len(legal_moves(state))))
+    lie = next(i for i, n in enumerate(before) if n > 1)
+    record["forced"] = sorted({*record.get("forced", []), lie})
+    with pytest.raises(InvalidRecordError, match="is marked forced"):
+        replay_views(record)
 
 
 def test_the_viewer_page_and_its_json(web: TestClient, games: list[Any]) -> None:

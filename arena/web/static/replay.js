@@ -123,6 +123,8 @@
         play.append(el("span", { class: "words", text: p.words }), " ",
           el("code", { class: "notation", text: p.move }));
         if (p.sweep) play.append(" ", el("span", { class: "badge", text: "sweep" }));
+        if (p.forced) play.append(" ", el("span", { class: "badge", text: "forced",
+          title: "the only legal move: played by the referee, no bot was asked" }));
         if (p.random) play.append(" ", el("span", { class: "badge warn", text: "random move: " + p.random.kind,
           title: p.random.reason }));
       } else {
