@@ -15,11 +15,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
-from typing import TypeVar
-
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .errors import ListenError
+
+if TYPE_CHECKING:
+    from prometheus_client import Counter, Gauge, Histogram
 
 T = TypeVar("T")
 
@@ -32,32 +33,87 @@ RPC_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 3
 MAX_BOTS = 256  # bots whose per-bot series are kept (the least recently seen beyond are removed)
 LAG_INTERVAL_S = 0.25  # how often the event loop's lag is sampled
 
-GAMES_STARTED = Counter("referee_games_started", "Games whose play began.")
-GAMES_FINISHED = Counter("referee_games_finished", "Games with a result, by termination and reason.",
-                         ["termination", "reason"])
-GAMES_FAILED = Counter("referee_games_failed", "Games that ended without a result (an error of the referee or "
-                       "the platform; 'cancelled' when their caller stopped them), by error.", ["error"])
-GAME_SECONDS = Histogram("referee_game_duration_seconds", "Wall time of a finished game.", ["termination"],
-                         buckets=GAME_BUCKETS)
-MOVES_JUDGED = Counter("referee_moves_judged", "Plays in finished games' records a bot was asked for: its move, "
-                       "or the random move substituted after its failure.", ["bot"])
-FORCED_PLAYS = Counter("referee_forced_plays", "Plays in finished games the referee made itself: the seat's only "
-                       "legal move, not asked for (auto_forced).")
-MOVE_SECONDS = Histogram("referee_move_seconds", "Wall time per move, as the game's record has it.", ["bot"],
-                         buckets=MOVE_BUCKETS)
-MOVE_CPU_SECONDS = Histogram("referee_move_cpu_seconds", "CPU time per move, where it was measured.", ["bot"],
-                             buckets=MOVE_BUCKETS)
-BOT_FAILURES = Counter("referee_bot_failures", "Failures in finished games, by bot and kind.", ["bot", "kind"])
-BOTS_RUNNING = Gauge("referee_bots_running", "Bot processes running, started by this process.")
-SANDBOX_KILLS = Counter("referee_sandbox_kills", "Bot processes the sandbox or the clock ended, by reason: "
-                        "memory (OOM kills), pids (a fork refused at the process limit), time (restarted "
-                        "after a missed deadline).", ["reason"])
-EVENT_LOOP_LAG = Histogram("referee_event_loop_lag_seconds", f"How late a {LAG_INTERVAL_S} s asyncio sleep "
-                           "wakes up.", buckets=LAG_BUCKETS)
-GRPC_HANDLED = Counter("grpc_server_handled", "Calls the gRPC server finished, by method and status code.",
-                       ["grpc_service", "grpc_method", "grpc_code"])
-GRPC_SECONDS = Histogram("grpc_server_handling_seconds", "Latency of the gRPC server's calls.",
-                         ["grpc_service", "grpc_method"], buckets=RPC_BUCKETS)
+
+def _define() -> dict[str, Any]:
+    """Every referee metric, made and registered in prometheus_client's registry at once."""
+    from prometheus_client import Counter, Gauge, Histogram
+
+    return {
+        "GAMES_STARTED": Counter("referee_games_started", "Games whose play began."),
+        "GAMES_FINISHED": Counter("referee_games_finished", "Games with a result, by termination and reason.",
+                                  ["termination", "reason"]),
+        "GAMES_FAILED": Counter("referee_games_failed", "Games that ended without a result (an error of the "
+                                "referee or the platform; 'cancelled' when their caller stopped them), by error.",
+                                ["error"]),
+        "GAME_SECONDS": Histogram("referee_game_duration_seconds", "Wall time of a finished game.", ["termination"],
+                                  buckets=GAME_BUCKETS),
+        "MOVES_JUDGED": Counter("referee_moves_judged", "Plays in finished games' records a bot was asked for: its "
+                                "move, or the random move substituted after its failure.", ["bot"]),
+        "FORCED_PLAYS": Counter("referee_forced_plays", "Plays in finished games the referee made itself: the "
+                                "seat's only legal move, not asked for (auto_forced)."),
+        "MOVE_SECONDS": Histogram("referee_move_seconds", "Wall time per move, as the game's record has it.",
+                                  ["bot"], buckets=MOVE_BUCKETS),
+        "MOVE_CPU_SECONDS": Histogram("referee_move_cpu_seconds", "CPU time per move, where it was measured.",
+                                      ["bot"], buckets=MOVE_BUCKETS),
+        "BOT_FAILURES": Counter("referee_bot_failures", "Failures in finished games, by bot and kind.",
+                                ["bot", "kind"]),
+        "BOTS_RUNNING": Gauge("referee_bots_running", "Bot processes running, started by this process."),
+        "SANDBOX_KILLS": Counter("referee_sandbox_kills", "Bot processes the sandbox or the clock ended, by reason: "
+                                 "memory (OOM kills), pids (a fork refused at the process limit), time (restarted "
+                                 "after a missed deadline).", ["reason"]),
+        "EVENT_LOOP_LAG": Histogram("referee_event_loop_lag_seconds", f"How late a {LAG_INTERVAL_S} s asyncio "
+                                    "sleep wakes up.", buckets=LAG_BUCKETS),
+        "GRPC_HANDLED": Counter("grpc_server_handled", "Calls the gRPC server finished, by method and status code.",
+                                ["grpc_service", "grpc_method", "grpc_code"]),
+        "GRPC_SECONDS": Histogram("grpc_server_handling_seconds", "Latency of the gRPC server's calls.",
+                                  ["grpc_service", "grpc_method"], buckets=RPC_BUCKETS),
+    }
+
+
+class _Metric:
+    """One of the metrics of ``_define`` by name: the metric itself is made (with all the others,
+    and prometheus_client imported) the first time it is used, so a command that records none,
+    e.g. ``arena --help`` or ``referee replay``, never loads prometheus_client (docs/benchmarks.md,
+    "Commands that answer at once"). Every attribute is the metric's."""
+
+    def __init__(self, name: str) -> None:
+        self._referee_key = name  # not a name the metric itself has
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(registry()[self._referee_key], attribute)
+
+    def __repr__(self) -> str:
+        return f"<referee metric {self._referee_key}>"
+
+
+_MADE: dict[str, Any] = {}
+_MAKING = threading.Lock()
+
+
+def registry() -> dict[str, Any]:
+    """The referee's metrics by name, made on the first call (from any thread, once)."""
+    if not _MADE:
+        with _MAKING:
+            if not _MADE:
+                _MADE.update(_define())
+    return _MADE
+
+
+# the metrics by name, as the code records them (each a _Metric standing for the real one)
+GAMES_STARTED: Counter = cast("Counter", _Metric("GAMES_STARTED"))
+GAMES_FINISHED: Counter = cast("Counter", _Metric("GAMES_FINISHED"))
+GAMES_FAILED: Counter = cast("Counter", _Metric("GAMES_FAILED"))
+GAME_SECONDS: Histogram = cast("Histogram", _Metric("GAME_SECONDS"))
+MOVES_JUDGED: Counter = cast("Counter", _Metric("MOVES_JUDGED"))
+FORCED_PLAYS: Counter = cast("Counter", _Metric("FORCED_PLAYS"))
+MOVE_SECONDS: Histogram = cast("Histogram", _Metric("MOVE_SECONDS"))
+MOVE_CPU_SECONDS: Histogram = cast("Histogram", _Metric("MOVE_CPU_SECONDS"))
+BOT_FAILURES: Counter = cast("Counter", _Metric("BOT_FAILURES"))
+BOTS_RUNNING: Gauge = cast("Gauge", _Metric("BOTS_RUNNING"))
+SANDBOX_KILLS: Counter = cast("Counter", _Metric("SANDBOX_KILLS"))
+EVENT_LOOP_LAG: Histogram = cast("Histogram", _Metric("EVENT_LOOP_LAG"))
+GRPC_HANDLED: Counter = cast("Counter", _Metric("GRPC_HANDLED"))
+GRPC_SECONDS: Histogram = cast("Histogram", _Metric("GRPC_SECONDS"))
 PER_BOT = (MOVES_JUDGED, MOVE_SECONDS, MOVE_CPU_SECONDS, BOT_FAILURES)
 
 
@@ -164,7 +220,10 @@ def serve_metrics(listen: str, prog: str) -> str:
     """Serve the registry at ``http://HOST:PORT/metrics`` from a thread and say where on stderr,
     once; ListenError for an address that cannot be listened on (malformed, taken, not this
     machine's)."""
+    from prometheus_client import start_http_server
+
     host, port = parse_listen(listen)
+    registry()  # every metric is served from the start, a game played or not
     try:
         server, _thread = start_http_server(port, addr=host)
     except OSError as exc:  # in use, or an address this machine does not have

@@ -8,26 +8,25 @@ fixed-length run (``--units``) and ``--sprt-estimate`` exit 0.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-
-from referee.clock import MAX_TIME_MS, TimeControl
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, shown
-from ..play.compare import CompareSpec, Comparison, PairResult, endpoint_bot
-from ..play.executor import InProcessExecutor
-from ..rating.ratings import RatingBook
-from ..rating.stats import SprtBounds, expected_units, fixed_length_summary
 from .console import make_console
+
+# The games' machinery (the referee's: gRPC, protobuf, prometheus_client), rich and the
+# statistics are imported by the commands, not here: `arena --help` and `arena compare --help`
+# only build the parsers.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..play.compare import CompareSpec, Comparison, PairResult
+    from ..rating.stats import SprtBounds
 
 DEFAULT_BOUNDS = {"deals": (0.0, 0.5), "games": (0.0, 20.0)}  # points per deal; Elo
 DEFAULT_MAX_UNITS = {"deals": 20_000, "games": 4_000}
@@ -79,6 +78,8 @@ def _shared(p: argparse.ArgumentParser) -> None:
 
 
 def _bounds(args: argparse.Namespace) -> SprtBounds:
+    from ..rating.stats import SprtBounds
+
     lower_name, upper_name = ("margin0", "margin1") if args.unit == "deals" else ("elo0", "elo1")
     wrong = ("elo0", "elo1") if args.unit == "deals" else ("margin0", "margin1")
     for name in wrong:
@@ -96,6 +97,8 @@ def _bounds(args: argparse.Namespace) -> SprtBounds:
 
 
 def _check_common(args: argparse.Namespace) -> None:
+    from referee.clock import MAX_TIME_MS
+
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
     if not 1 <= args.move_time <= MAX_TIME_MS:
@@ -130,6 +133,9 @@ def live_line(comparison: Comparison) -> str:
 
 
 async def _run(spec: CompareSpec, console: Console, logs: Path, every: int = 0) -> Comparison:
+    from ..play.compare import Comparison
+    from ..play.executor import InProcessExecutor
+
     executor = InProcessExecutor(logs)
     shown = {"at": 0.0}
 
@@ -162,6 +168,13 @@ def _write_json(path: str | None, report: dict[str, Any]) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from referee.clock import TimeControl
+
+    from ..play.compare import CompareSpec, endpoint_bot
+    from ..rating.stats import expected_units
+
     _check_common(args)
     bounds = _bounds(args)
     console = make_console()
@@ -266,6 +279,16 @@ def _opponents(values: list[str]) -> list[tuple[str, str]]:
 
 
 def cmd_gauntlet(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from rich.table import Table
+
+    from referee.clock import TimeControl
+
+    from ..play.compare import CompareSpec, endpoint_bot
+    from ..rating.ratings import RatingBook
+    from ..rating.stats import fixed_length_summary
+
     _check_common(args)
     if args.units < 2:
         raise UsageError(f"--units must be at least 2, not {args.units}")

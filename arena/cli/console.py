@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PROG = "arena"  # the command's name, first on each of its error and warning lines
 
 
 def make_console() -> Console:
     """stdout as rich sees it; a pipe or file gets 120 columns so tables are not cut."""
+    from rich.console import Console  # here, not above: `arena --help` does not load rich
+
     return Console() if sys.stdout.isatty() else Console(width=120)

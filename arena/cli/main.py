@@ -7,38 +7,34 @@ stderr and exit status 2; a bad tournament file gets one line per problem.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from referee.cli.render import record_lines
+# Only what building the parser and reporting an error need is imported here, so `arena --help`
+# and a subcommand's --help answer at once: the database (SQLAlchemy, Alembic, procrastinate),
+# the referee's game machinery (gRPC, protobuf, prometheus_client) and rich are imported by the
+# commands that use them (docs/benchmarks.md, "Commands that answer at once";
+# tests/arena/test_cli_imports.py keeps it so).
 from referee.cli.main import add_metrics_argument
 from referee.errors import RefereeError
 from referee.logs import add_log_format_arg
 from referee.logs import configure as configure_logging
-from referee.match.record import seat_move_times
-from referee.metrics import serve_metrics, with_loop_watch
-from referee.rules import RulesError
 
-from ..bot_archive import ArchiveError, check_archive, command_problem, read_archive_file
-from ..config import BOT_NAME, ConfigError, TournamentConfig, load_config
 from ..errors import ArenaError, UsageError, one_line, quoted, shown
 from ..play.joblog import job_fields
-from ..play.runner import current_standings, open_tournament
-from ..rating.failures import failure_place, kind_name
-from ..rating.standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
-from ..store.store import NoDatabaseError, StorageError, Store
 from .compare import add_compare_parser, add_gauntlet_parser
 from .console import PROG, make_console
-from .describe import games_csv, seat_times_line
-from .live import run_tournament, warn_if_oversubscribed
 from .migrate import add_migrate_parser
 from .users import add_users_parser
 from .web import add_web_parser
+
+if TYPE_CHECKING:
+    from ..config import TournamentConfig
+    from ..store.store import Store
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,11 +46,15 @@ class _Parser(argparse.ArgumentParser):
 
 def _load(path: str, reading: bool = False) -> TournamentConfig:
     """The tournament file; a command that only reads results does not need the bots' programs."""
+    from ..config import load_config
+
     return load_config(path, check_programs=not reading)
 
 
 def _open(config: TournamentConfig) -> tuple[Store, int]:
     """The tournament's database opened for reading (a read-only copy works too) and its id."""
+    from ..store.store import NoDatabaseError, Store
+
     try:
         store = Store(config.database, read_only=True)
     except NoDatabaseError as exc:
@@ -69,6 +69,10 @@ def _open(config: TournamentConfig) -> tuple[Store, int]:
 def run_async(args: argparse.Namespace, main: Callable[[], Coroutine[Any, Any, int]]) -> int:
     """Run a long-running command's coroutine; with ``--metrics-listen``, its metrics are served
     (and the event loop's lag watched) while it runs (docs/operations.md)."""
+    import asyncio
+
+    from referee.metrics import serve_metrics, with_loop_watch
+
     if args.metrics_listen:
         serve_metrics(args.metrics_listen, f"{PROG} {args.command}")  # a bad address: one line, exit 2
         return asyncio.run(with_loop_watch(main()))
@@ -79,6 +83,8 @@ def run_async(args: argparse.Namespace, main: Callable[[], Coroutine[Any, Any, i
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .live import run_tournament
+
     config = _load(args.file)
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
@@ -114,6 +120,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_standings(args: argparse.Namespace) -> int:
+    from ..play.runner import current_standings
+    from ..rating.standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
+
     config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
@@ -142,6 +151,11 @@ def _result_text(result: dict | None, seat_names: list[str], players: int) -> st
 
 
 def cmd_games(args: argparse.Namespace) -> int:
+    from referee.match.record import seat_move_times
+
+    from ..rating.failures import failure_place, kind_name
+    from .describe import seat_times_line
+
     config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
@@ -186,6 +200,13 @@ def cmd_games(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from referee.cli.render import record_lines
+    from referee.match.record import seat_move_times
+    from referee.rules import RulesError
+
+    from ..store.store import StorageError
+    from .describe import seat_times_line
+
     config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
@@ -211,6 +232,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from ..play.runner import current_standings
+    from ..rating.standings import standings_csv, standings_json
+    from .describe import games_csv
+
     config = _load(args.file, reading=True)
     out = Path(args.dir)
     try:
@@ -240,6 +265,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_bots(args: argparse.Namespace) -> int:
+    from ..config import BOT_NAME
+    from ..play.runner import open_tournament
+    from ..store.store import Store
+
     config = _load(args.file, reading=args.action == "list")
     store: Store | None = None
     tid = 0
@@ -285,6 +314,8 @@ def cmd_bots(args: argparse.Namespace) -> int:
 
 def _bot_archive(store: Store, path: str, spec: str) -> str:
     """Check the archive file of `bots add --archive` and the command against it, store it; its sha256."""
+    from ..bot_archive import ArchiveError, check_archive, command_problem, read_archive_file
+
     where = shown(path)
     try:
         content = read_archive_file(path)
@@ -307,6 +338,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if config.ladder is None:
         raise UsageError(f"{shown(config.path.name)}: no [ladder] section: `arena serve` needs interval or cron")
     from ..play.ladder import serve_ladder
+    from .live import warn_if_oversubscribed
 
     if args.rounds is not None and args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, not {args.rounds}")
@@ -435,6 +467,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (ArenaError, RefereeError) as exc:  # the arena's and the referee's (an endpoint, an option)
+        from ..config import ConfigError
+
         # every problem of a tournament file, one line each (escaped again: a line stays a line)
         lines = exc.errors if isinstance(exc, ConfigError) else (str(exc),)
         sys.stderr.write("".join(f"{PROG}: error: {one_line(line)}\n" for line in lines))

@@ -12,7 +12,6 @@ import argparse
 import sys
 
 from ..errors import UsageError
-from ..store.store import Store, known_revisions
 
 
 def add_migrate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -24,6 +23,8 @@ def add_migrate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    from ..store.store import Store, known_revisions  # SQLAlchemy and Alembic: not for `arena --help`
+
     store = Store(args.db, migrate=False)
     try:
         before = store.schema_revision()

@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..config import load_config
 from ..errors import UsageError
-from ..store.store import Store
-from ..store.users import add_user, check_user_name, remove_user, users
 
 
 def add_users_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,12 +22,18 @@ def add_users_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
 
 
 def _database(args: argparse.Namespace) -> str:
+    from ..config import load_config
+
     if (args.file is None) == (args.db is None):
         raise UsageError(f"arena users {args.users_action} needs a tournament file or --db URL (one of them)")
     return str(args.db if args.db is not None else load_config(args.file, check_programs=False).database)
 
 
 def cmd_users(args: argparse.Namespace) -> int:
+    # the database's modules (SQLAlchemy, Alembic) only for the command, not for `arena --help`
+    from ..store.store import Store
+    from ..store.users import add_user, check_user_name, remove_user, users
+
     if args.users_action != "list":
         check_user_name(args.name)  # before the database is opened (or created)
     store = Store(_database(args))

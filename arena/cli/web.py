@@ -5,12 +5,9 @@ from __future__ import annotations
 import argparse
 
 from referee.cli.main import add_metrics_argument
-from referee.metrics import parse_listen as metrics_address
 
 from ..bot_archive import MAX_ARCHIVE_BYTES
-from ..config import load_config
 from ..errors import UsageError
-from ..play.runner import logs_dir_for
 from ..web.settings import DEFAULT_LISTEN, MAX_UPLOAD_BYTES, MIB, WebSettings, parse_listen
 
 
@@ -31,6 +28,12 @@ def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 def web_settings(args: argparse.Namespace) -> WebSettings:
     """The command line as settings: exactly one of FILE and --db."""
+    # the tournament file's machinery, the database's and prometheus_client: not for `arena --help`
+    from referee.metrics import parse_listen as metrics_address
+
+    from ..config import load_config
+    from ..play.runner import logs_dir_for
+
     if (args.file is None) == (args.db is None):
         raise UsageError("arena web needs a tournament file or --db URL (one of them)")
     config = load_config(args.file, check_programs=False) if args.file is not None else None

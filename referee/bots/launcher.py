@@ -32,7 +32,11 @@ ADDRESS_ENV = "CASINO_BOT_ADDRESS"
 STOP_WAIT_S = 2.0
 DEFAULT_LOG_CAP = 4 << 20  # bytes of a bot's output kept in its log (the sandbox's log_cap_mib)
 _LIVE_GROUPS: set[int] = set()
-BOTS_RUNNING.set_function(lambda: len(_LIVE_GROUPS))  # every started group until it is stopped
+
+
+def _live_groups() -> int:
+    """``referee_bots_running``: every started group until it is stopped."""
+    return len(_LIVE_GROUPS)
 
 
 
@@ -92,6 +96,9 @@ class BotProcess:
         finally:
             os.close(write_end)  # the bot holds the only write end now: EOF when it (all of it) ends
         _LIVE_GROUPS.add(self.process.pid)
+        # set here, not at import, so that importing the launcher does not load prometheus_client;
+        # until a first bot starts the gauge reads 0 all the same
+        BOTS_RUNNING.set_function(_live_groups)
         self.log = CappedLog(read_end, self.log_path, self.log_cap)
         self._meter = ProcTreeMeter(self.process.pid)
 

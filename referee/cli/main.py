@@ -8,20 +8,18 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from ..clock import MAX_TIME_MS
+# Light at module level: the arena's commands import this module (add_metrics_argument), and its
+# --help must not pay for the engine, gRPC, protobuf or prometheus_client. The parser's modules
+# are imported by build_parser, each command's by the command (docs/benchmarks.md, "Commands
+# that answer at once").
 from ..errors import EXIT_USAGE, RefereeError
 from ..logs import add_log_format_arg
 from ..logs import configure as configure_logging
-from ..match.spec import MAX_GAMES
-from ..metrics import serve_metrics, with_loop_watch
-from ..perft import perft, perft_divide
-from ..players import RandomPlayer
-from ..rules import GameState, RuleOptions, RulesError, apply, game_record, new_game, parse_deck
-from .match import MAX_DECK_BYTES, MAX_RECORD_BYTES, add_match_args, cmd_check, cmd_match, make_folder, read_text_file
-from .render import deal_header, describe_result, describe_sheet, play_line, record_lines
-from .sandbox_args import add_sandbox_args, launcher_from_args
+
+if TYPE_CHECKING:
+    from ..rules import RuleOptions
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,15 +35,25 @@ def _usage_error(message: str, status: int = EXIT_USAGE) -> NoReturn:
 
 
 def _options(args: argparse.Namespace) -> RuleOptions:
+    from ..rules import RuleOptions
+
     return RuleOptions(players=args.players, partnerships=not args.individuals)
 
 
 def _read_deck(path: str) -> tuple[int, ...]:
+    from ..rules import parse_deck
+    from .files import read_text_file
+    from .match import MAX_DECK_BYTES
+
     return parse_deck(read_text_file(path, "deck file", MAX_DECK_BYTES))
 
 
 def cmd_play(args: argparse.Namespace) -> int:
     """Play one seeded game between two built-in random players and print it move by move."""
+    from ..players import RandomPlayer
+    from ..rules import apply, game_record, new_game
+    from .render import deal_header, describe_result, describe_sheet, play_line
+
     options = _options(args)
     record_file = None
     if args.record:  # opened first: an unwritable path is a usage error before any output
@@ -78,6 +86,9 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 def cmd_perft(args: argparse.Namespace) -> int:
     """Count play sequences from the first deal of a deck file."""
+    from ..perft import perft, perft_divide
+    from ..rules import GameState, new_game
+
     if args.depth < 0:
         _usage_error("--depth must be 0 or more")
     state: GameState = new_game(_options(args), decks=[_read_deck(args.deck)])
@@ -94,6 +105,10 @@ def cmd_perft(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Re-check a game record against the engine and print it."""
+    from .files import read_text_file
+    from .match import MAX_RECORD_BYTES
+    from .render import record_lines
+
     text = read_text_file(args.file, "record", MAX_RECORD_BYTES)
     try:
         record = json.loads(text)
@@ -111,8 +126,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
+    from ..metrics import serve_metrics, with_loop_watch
     from ..service.server import serve
     from ..service.settings import ServiceSettings
+    from .files import make_folder
+    from .sandbox_args import launcher_from_args
 
     configure_logging(args.log_format, logging.INFO if args.verbose else logging.WARNING, "%(asctime)s %(name)s %(message)s")
     settings = ServiceSettings.load(
@@ -133,6 +151,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """A short match between each pair of sample bots."""
+    from ..clock import MAX_TIME_MS
+    from ..match.spec import MAX_GAMES
     from .demo import run_demo
 
     if not 1 <= args.games <= MAX_GAMES or not 1 <= args.move_time <= MAX_TIME_MS:
@@ -141,6 +161,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .match import add_match_args, cmd_check, cmd_match
+    from .sandbox_args import add_sandbox_args
+
     parser = _Parser(prog="referee", description="Royal Casino referee: rules engine tools.")
     add_log_format_arg(parser)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -249,6 +272,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from ..rules import RulesError  # after parsing: --help never needs the engine
     if args.log_format == "json":  # every command's records as JSON (text: as each command sets up, as before)
         configure_logging("json", logging.WARNING, "")
     signal.signal(signal.SIGTERM, _terminate)

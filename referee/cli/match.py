@@ -21,7 +21,6 @@ from ..errors import EndpointError, UsageError
 from ..logs import configure as configure_logging
 from ..match.record import seat_move_times
 from ..match.report import GameReport, MatchReport
-from ..match.run import run_match
 from ..match.spec import FailurePolicy, MatchSpec
 from ..rules import RuleOptions, parse_deck
 from ..rules.errors import RulesError
@@ -148,6 +147,8 @@ def summary_lines(report: MatchReport) -> list[str]:
 
 
 def cmd_match(args: argparse.Namespace) -> int:
+    from ..match.run import run_match  # gRPC: for the commands that play, not for `referee --help`
+
     spec = spec_from_args(args, args.bot)
     launcher = launcher_from_args(args)
     _logging(args.verbose, args.log_format)
@@ -198,6 +199,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, list[str], MatchSpec]], logs: Path,
            kept: bool, launcher: Launcher) -> int:
+    from ..match.run import run_match  # gRPC: for the commands that play, not for `referee --help`
+
     problems: list[str] = []
     failing_logs: list[tuple[str, Path]] = []  # (which match, log) of the checked bot's failing processes
     print(f"checking {candidate}")
