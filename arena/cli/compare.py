@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,10 +25,11 @@ from referee.clock import MAX_TIME_MS, TimeControl
 
 from ..errors import UsageError, shown
 from ..play.compare import CompareSpec, Comparison, PairResult, endpoint_bot
+from ..play.cores import available_cores, oversubscription_warning
 from ..play.executor import InProcessExecutor
 from ..rating.ratings import RatingBook
 from ..rating.stats import SprtBounds, expected_units, fixed_length_summary
-from .console import make_console
+from .console import PROG, make_console
 
 DEFAULT_BOUNDS = {"deals": (0.0, 0.5), "games": (0.0, 20.0)}  # points per deal; Elo
 DEFAULT_MAX_UNITS = {"deals": 20_000, "games": 4_000}
@@ -70,7 +72,8 @@ def _shared(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unit", choices=["deals", "games"], default="deals",
                    help="deals: one-deal games, point margin (default); games: full games, pentanomial")
     p.add_argument("--players", type=int, choices=[2, 4], default=2, help="4: two copies of each bot as a team")
-    p.add_argument("--concurrency", type=int, default=2, help="games at once (default 2)")
+    p.add_argument("--concurrency", type=int, help="games at once (default: the CPU cores this process may use; "
+                   "more than that makes the bots share cores, and the clock then measures the other games too)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--move-time", type=int, default=1000, help="ms per move (default 1000)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
@@ -96,8 +99,13 @@ def _bounds(args: argparse.Namespace) -> SprtBounds:
 
 
 def _check_common(args: argparse.Namespace) -> None:
+    if args.concurrency is None:
+        args.concurrency = available_cores()
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
+    warning = oversubscription_warning(args.concurrency, available_cores())
+    if warning:  # one line on stderr, as arena run says it
+        sys.stderr.write(f"{PROG}: warning: {warning}\n")
     if not 1 <= args.move_time <= MAX_TIME_MS:
         raise UsageError(f"--move-time must be 1 to {MAX_TIME_MS} ms, not {args.move_time}")
 
