@@ -41,7 +41,7 @@ ON_TWENTY_CHOICES = (Condition.LITTLE_CASINO.value, Condition.MOST_SPADES.value)
 POLICY_CHOICES = tuple(p.value for p in FailurePolicy)
 
 # The keys each part of the file may hold; "" is the top level.
-TOP_KEYS = ("name", "players", "games_per_pairing", "duplicate", "concurrency", "seed", "database",
+TOP_KEYS = ("name", "players", "games_per_pairing", "duplicate", "concurrency", "seed", "database", "auto_forced",
             "rules", "time", "failures", "bots", "ladder", "sandbox")
 SECTION_KEYS = {
     "": TOP_KEYS,
@@ -120,11 +120,12 @@ class TournamentConfig:
     database: str
     ladder: LadderConfig | None
     sandbox: SandboxSettings = dataclasses.field(default_factory=SandboxSettings)  # how its bots are confined
+    auto_forced: bool = True  # a seat's only legal move is played by the referee (docs/protocol.md)
 
     @property
     def game_settings(self) -> GameSettings:
         """How each of the tournament's games is played (its GameSetups are built from this)."""
-        return GameSettings(self.rules, self.time_control, self.policy, self.max_strikes)
+        return GameSettings(self.rules, self.time_control, self.policy, self.max_strikes, self.auto_forced)
 
     def settings_fingerprint(self) -> str:
         """sha256 hex of the settings that decide the schedule and the games played.
@@ -143,6 +144,8 @@ class TournamentConfig:
             "max_strikes": self.max_strikes,
             "seed": self.seed,
         }
+        if not self.auto_forced:  # only when off: fingerprints of files written before the key hold
+            settings["auto_forced"] = False
         canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -190,6 +193,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
     concurrency = top.integer("concurrency", os.cpu_count() or 1, minimum=1)
     seed = top.integer("seed", 1, minimum=0, maximum=SEED_MAX)
     database = _database(top, path)
+    auto_forced = top.boolean("auto_forced", True)
 
     rules = _rules(top.table("rules"), players, top.all_good("players"))
     time_control = _time_control(top.table("time"))
@@ -208,6 +212,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
         path=path, name=name, players=players, bots=bots, games_per_pairing=games_per_pairing,
         duplicate=duplicate, rules=rules, time_control=time_control, policy=policy, max_strikes=max_strikes,
         concurrency=concurrency, seed=seed, database=database, ladder=ladder, sandbox=sandbox,
+        auto_forced=auto_forced,
     )
 
 

@@ -39,8 +39,10 @@ GAMES_FAILED = Counter("referee_games_failed", "Games that ended without a resul
                        "the platform; 'cancelled' when their caller stopped them), by error.", ["error"])
 GAME_SECONDS = Histogram("referee_game_duration_seconds", "Wall time of a finished game.", ["termination"],
                          buckets=GAME_BUCKETS)
-MOVES_JUDGED = Counter("referee_moves_judged", "Plays in finished games' records: a bot's move, or the random "
-                       "move substituted after its failure.", ["bot"])
+MOVES_JUDGED = Counter("referee_moves_judged", "Plays in finished games' records a bot was asked for: its move, "
+                       "or the random move substituted after its failure.", ["bot"])
+FORCED_PLAYS = Counter("referee_forced_plays", "Plays in finished games the referee made itself: the seat's only "
+                       "legal move, not asked for (auto_forced).")
 MOVE_SECONDS = Histogram("referee_move_seconds", "Wall time per move, as the game's record has it.", ["bot"],
                          buckets=MOVE_BUCKETS)
 MOVE_CPU_SECONDS = Histogram("referee_move_cpu_seconds", "CPU time per move, where it was measured.", ["bot"],
@@ -113,9 +115,10 @@ def failure_kind_label(kind_name: str) -> str:
 
 def observe_game(bots: Sequence[str], termination: str, reason: str, duration_s: float,
                  timings_us: Sequence[Sequence[int]], cpu_us: Sequence[int | None],
-                 failures: Sequence[tuple[int, str]], series: BotSeries = BOTS) -> None:
+                 failures: Sequence[tuple[int, str]], series: BotSeries = BOTS, forced: Sequence[int] = ()) -> None:
     """One finished game: ``bots`` by seat, its termination (``normal``/``forfeit``) and reason,
-    its plays' ``[seat, wall us]`` and CPU us, and its failures as (seat, kind label)."""
+    its plays' ``[seat, wall us]`` and CPU us, its failures as (seat, kind label), and the
+    indices of its forced plays (no bot was asked: counted apart, not timed)."""
     GAMES_FINISHED.labels(termination, reason).inc()
     GAME_SECONDS.labels(termination).observe(duration_s)
     kinds = [(bots[seat], kind) for seat, kind in failures]
@@ -123,7 +126,10 @@ def observe_game(bots: Sequence[str], termination: str, reason: str, duration_s:
     wall = [MOVE_SECONDS.labels(bot) for bot in bots]
     cpu = [MOVE_CPU_SECONDS.labels(bot) for bot in bots]
     plays = [0] * len(bots)
-    for (seat, us), cpu_time in zip(timings_us, cpu_us):
+    skip = set(forced)
+    for i, ((seat, us), cpu_time) in enumerate(zip(timings_us, cpu_us)):
+        if i in skip:
+            continue
         plays[seat] += 1
         wall[seat].observe(us / 1e6)
         if cpu_time is not None:
@@ -133,6 +139,8 @@ def observe_game(bots: Sequence[str], termination: str, reason: str, duration_s:
             MOVES_JUDGED.labels(bot).inc(plays[seat])
     for bot, kind in kinds:
         BOT_FAILURES.labels(bot, kind).inc()
+    if skip:
+        FORCED_PLAYS.inc(len(skip))
 
 
 def error_label(exc: BaseException) -> str:

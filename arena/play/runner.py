@@ -72,6 +72,7 @@ def config_settings(config: TournamentConfig) -> dict[str, Any]:
         "time_control": config.time_control.to_dict(),
         "policy": config.policy.value,
         "max_strikes": config.max_strikes,
+        **({} if config.auto_forced else {"auto_forced": False}),  # as the fingerprint: only when off
     }
 
 
@@ -83,7 +84,7 @@ FILE_KEYS = {
     "time_control.grace_ms": "[time] grace_ms", "time_control.bank_initial_ms": "[time] bank_ms",
     "time_control.bank_increment_ms": "[time] increment_ms", "time_control.startup_time_ms": "[time] startup_ms",
     "time_control.cpu_time_ms": "[time] cpu_ms",
-    "policy": "[failures] policy", "max_strikes": "[failures] max_strikes",
+    "policy": "[failures] policy", "max_strikes": "[failures] max_strikes", "auto_forced": "auto_forced",
 }
 DERIVED_KEYS = {"rules.players", "rules.partnerships"}  # follow from players: reported there
 

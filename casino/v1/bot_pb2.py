@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from casino.v1 import game_pb2 as casino_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x63\x61sino/v1/bot.proto\x12\tcasino.v1\x1a\x14\x63\x61sino/v1/game.proto\"\xe0\x01\n\x0bPlayRequest\x12)\n\thandshake\x18\x01 \x01(\x0b\x32\x14.casino.v1.HandshakeH\x00\x12*\n\ngame_start\x18\x02 \x01(\x0b\x32\x14.casino.v1.GameStartH\x00\x12\x1f\n\x04turn\x18\x03 \x01(\x0b\x32\x0f.casino.v1.TurnH\x00\x12(\n\tplay_made\x18\x04 \x01(\x0b\x32\x13.casino.v1.PlayMadeH\x00\x12&\n\x08game_end\x18\x05 \x01(\x0b\x32\x12.casino.v1.GameEndH\x00\x42\x07\n\x05\x65vent\"a\n\x0cPlayResponse\x12!\n\x05hello\x18\x01 \x01(\x0b\x32\x10.casino.v1.HelloH\x00\x12%\n\x04move\x18\x02 \x01(\x0b\x32\x15.casino.v1.MoveChoiceH\x00\x42\x07\n\x05reply\"\x9d\x01\n\tHandshake\x12\x18\n\x10protocol_version\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\'\n\x07options\x18\x03 \x01(\x0b\x32\x16.casino.v1.RuleOptions\x12,\n\x0ctime_control\x18\x04 \x01(\x0b\x32\x16.casino.v1.TimeControl\x12\r\n\x05games\x18\x05 \x01(\r\"U\n\x05Hello\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\t\x12\x13\n\x0bplay_events\x18\x04 \x01(\x08\"c\n\tGameStart\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0bgame_number\x18\x02 \x01(\r\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12\x0c\n\x04side\x18\x04 \x01(\r\x12\x14\n\x0cplayer_names\x18\x05 \x03(\t\"\xa2\x01\n\x04Turn\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\r\x12+\n\x0bobservation\x18\x03 \x01(\x0b\x32\x16.casino.v1.Observation\x12$\n\x0blegal_moves\x18\x04 \x03(\x0b\x32\x0f.casino.v1.Move\x12\x14\n\x0cmove_time_ms\x18\x05 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x06 \x01(\r\"m\n\nMoveChoice\x12\x0f\n\x07turn_id\x18\x01 \x01(\r\x12\x0f\n\x05index\x18\x02 \x01(\rH\x00\x12\x12\n\x08notation\x18\x03 \x01(\tH\x00\x12\x1f\n\x04move\x18\x04 \x01(\x0b\x32\x0f.casino.v1.MoveH\x00\x42\x08\n\x06\x63hoice\"o\n\x08PlayMade\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0c\n\x04move\x18\x03 \x01(\t\x12\x0c\n\x04\x64\x65\x61l\x18\x04 \x01(\r\x12\x13\n\x0bplay_number\x18\x05 \x01(\r\x12\x13\n\x0bsubstituted\x18\x06 \x01(\x08\"0\n\x07GameEnd\x12%\n\x06result\x18\x01 \x01(\x0b\x32\x15.casino.v1.GameResult2I\n\nBotService\x12;\n\x04Play\x12\x16.casino.v1.PlayRequest\x1a\x17.casino.v1.PlayResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x63\x61sino/v1/bot.proto\x12\tcasino.v1\x1a\x14\x63\x61sino/v1/game.proto\"\xe0\x01\n\x0bPlayRequest\x12)\n\thandshake\x18\x01 \x01(\x0b\x32\x14.casino.v1.HandshakeH\x00\x12*\n\ngame_start\x18\x02 \x01(\x0b\x32\x14.casino.v1.GameStartH\x00\x12\x1f\n\x04turn\x18\x03 \x01(\x0b\x32\x0f.casino.v1.TurnH\x00\x12(\n\tplay_made\x18\x04 \x01(\x0b\x32\x13.casino.v1.PlayMadeH\x00\x12&\n\x08game_end\x18\x05 \x01(\x0b\x32\x12.casino.v1.GameEndH\x00\x42\x07\n\x05\x65vent\"a\n\x0cPlayResponse\x12!\n\x05hello\x18\x01 \x01(\x0b\x32\x10.casino.v1.HelloH\x00\x12%\n\x04move\x18\x02 \x01(\x0b\x32\x15.casino.v1.MoveChoiceH\x00\x42\x07\n\x05reply\"\xb2\x01\n\tHandshake\x12\x18\n\x10protocol_version\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\'\n\x07options\x18\x03 \x01(\x0b\x32\x16.casino.v1.RuleOptions\x12,\n\x0ctime_control\x18\x04 \x01(\x0b\x32\x16.casino.v1.TimeControl\x12\r\n\x05games\x18\x05 \x01(\r\x12\x13\n\x0b\x61uto_forced\x18\x06 \x01(\x08\"U\n\x05Hello\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\t\x12\x13\n\x0bplay_events\x18\x04 \x01(\x08\"c\n\tGameStart\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0bgame_number\x18\x02 \x01(\r\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12\x0c\n\x04side\x18\x04 \x01(\r\x12\x14\n\x0cplayer_names\x18\x05 \x03(\t\"\xa2\x01\n\x04Turn\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\r\x12+\n\x0bobservation\x18\x03 \x01(\x0b\x32\x16.casino.v1.Observation\x12$\n\x0blegal_moves\x18\x04 \x03(\x0b\x32\x0f.casino.v1.Move\x12\x14\n\x0cmove_time_ms\x18\x05 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x06 \x01(\r\"m\n\nMoveChoice\x12\x0f\n\x07turn_id\x18\x01 \x01(\r\x12\x0f\n\x05index\x18\x02 \x01(\rH\x00\x12\x12\n\x08notation\x18\x03 \x01(\tH\x00\x12\x1f\n\x04move\x18\x04 \x01(\x0b\x32\x0f.casino.v1.MoveH\x00\x42\x08\n\x06\x63hoice\"\x7f\n\x08PlayMade\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0c\n\x04move\x18\x03 \x01(\t\x12\x0c\n\x04\x64\x65\x61l\x18\x04 \x01(\r\x12\x13\n\x0bplay_number\x18\x05 \x01(\r\x12\x13\n\x0bsubstituted\x18\x06 \x01(\x08\x12\x0e\n\x06\x66orced\x18\x07 \x01(\x08\"0\n\x07GameEnd\x12%\n\x06result\x18\x01 \x01(\x0b\x32\x15.casino.v1.GameResult2I\n\nBotService\x12;\n\x04Play\x12\x16.casino.v1.PlayRequest\x1a\x17.casino.v1.PlayResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,19 +37,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PLAYRESPONSE']._serialized_start=283
   _globals['_PLAYRESPONSE']._serialized_end=380
   _globals['_HANDSHAKE']._serialized_start=383
-  _globals['_HANDSHAKE']._serialized_end=540
-  _globals['_HELLO']._serialized_start=542
-  _globals['_HELLO']._serialized_end=627
-  _globals['_GAMESTART']._serialized_start=629
-  _globals['_GAMESTART']._serialized_end=728
-  _globals['_TURN']._serialized_start=731
-  _globals['_TURN']._serialized_end=893
-  _globals['_MOVECHOICE']._serialized_start=895
-  _globals['_MOVECHOICE']._serialized_end=1004
-  _globals['_PLAYMADE']._serialized_start=1006
-  _globals['_PLAYMADE']._serialized_end=1117
-  _globals['_GAMEEND']._serialized_start=1119
-  _globals['_GAMEEND']._serialized_end=1167
-  _globals['_BOTSERVICE']._serialized_start=1169
-  _globals['_BOTSERVICE']._serialized_end=1242
+  _globals['_HANDSHAKE']._serialized_end=561
+  _globals['_HELLO']._serialized_start=563
+  _globals['_HELLO']._serialized_end=648
+  _globals['_GAMESTART']._serialized_start=650
+  _globals['_GAMESTART']._serialized_end=749
+  _globals['_TURN']._serialized_start=752
+  _globals['_TURN']._serialized_end=914
+  _globals['_MOVECHOICE']._serialized_start=916
+  _globals['_MOVECHOICE']._serialized_end=1025
+  _globals['_PLAYMADE']._serialized_start=1027
+  _globals['_PLAYMADE']._serialized_end=1154
+  _globals['_GAMEEND']._serialized_start=1156
+  _globals['_GAMEEND']._serialized_end=1204
+  _globals['_BOTSERVICE']._serialized_start=1206
+  _globals['_BOTSERVICE']._serialized_end=1279
 # @@protoc_insertion_point(module_scope)

@@ -100,14 +100,21 @@ class Handshake(_message.Message):
     OPTIONS_FIELD_NUMBER: _builtins.int
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     GAMES_FIELD_NUMBER: _builtins.int
+    AUTO_FORCED_FIELD_NUMBER: _builtins.int
     protocol_version: _builtins.str
-    """"1": this document's version. A bot that does not speak it answers anyway; the referee
-    compares the major version in the Hello.
+    """"1.1": this document's version. A bot that does not speak it answers anyway; the referee
+    compares the major version in the Hello ("1" bots keep working).
     """
     match_id: _builtins.str
     """12 hex characters; under the arena, the tournament's name."""
     games: _builtins.int
     """Games in this match; 0 when not known ahead (under the arena)."""
+    auto_forced: _builtins.bool
+    """True (the default of matches and tournaments): the referee plays a seat's move itself when it
+    has exactly one legal move, charges no time and sends no Turn for it; the play appears in the
+    next Turn's observation (PublicPlay.forced) and in PlayMade events (PlayMade.forced).
+    False: every move is asked for, as in protocol 1.0.
+    """
     @_builtins.property
     def options(self) -> _game_pb2.RuleOptions: ...
     @_builtins.property
@@ -120,10 +127,11 @@ class Handshake(_message.Message):
         options: _game_pb2.RuleOptions | None = ...,
         time_control: _game_pb2.TimeControl | None = ...,
         games: _builtins.int = ...,
+        auto_forced: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["games", b"games", "match_id", b"match_id", "options", b"options", "protocol_version", b"protocol_version", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_forced", b"auto_forced", "games", b"games", "match_id", b"match_id", "options", b"options", "protocol_version", b"protocol_version", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -298,6 +306,7 @@ class PlayMade(_message.Message):
     DEAL_FIELD_NUMBER: _builtins.int
     PLAY_NUMBER_FIELD_NUMBER: _builtins.int
     SUBSTITUTED_FIELD_NUMBER: _builtins.int
+    FORCED_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     seat: _builtins.int
     move: _builtins.str
@@ -307,6 +316,8 @@ class PlayMade(_message.Message):
     """1-based within the deal."""
     substituted: _builtins.bool
     """True when the referee played it for a bot that failed (random-move policy)."""
+    forced: _builtins.bool
+    """True when the referee played it because it was the seat's only legal move (Handshake.auto_forced)."""
     def __init__(
         self,
         *,
@@ -316,10 +327,11 @@ class PlayMade(_message.Message):
         deal: _builtins.int = ...,
         play_number: _builtins.int = ...,
         substituted: _builtins.bool = ...,
+        forced: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deal", b"deal", "game_id", b"game_id", "move", b"move", "play_number", b"play_number", "seat", b"seat", "substituted", b"substituted"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deal", b"deal", "forced", b"forced", "game_id", b"game_id", "move", b"move", "play_number", b"play_number", "seat", b"seat", "substituted", b"substituted"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

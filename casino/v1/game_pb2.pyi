@@ -317,18 +317,22 @@ class PublicPlay(_message.Message):
 
     SEAT_FIELD_NUMBER: _builtins.int
     MOVE_FIELD_NUMBER: _builtins.int
+    FORCED_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     move: _builtins.str
     """Canonical notation."""
+    forced: _builtins.bool
+    """True when the referee played it: it was the seat's only legal move (Handshake.auto_forced)."""
     def __init__(
         self,
         *,
         seat: _builtins.int = ...,
         move: _builtins.str = ...,
+        forced: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["move", b"move", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["forced", b"forced", "move", b"move", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

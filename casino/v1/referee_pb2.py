@@ -25,33 +25,33 @@ _sym_db = _symbol_database.Default()
 from casino.v1 import game_pb2 as casino_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63\x61sino/v1/referee.proto\x12\tcasino.v1\x1a\x14\x63\x61sino/v1/game.proto\"\x15\n\x04\x44\x65\x63k\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\x8f\x02\n\x0fRunMatchRequest\x12\x0c\n\x04\x62ots\x18\x01 \x03(\t\x12\'\n\x07options\x18\x02 \x01(\x0b\x32\x16.casino.v1.RuleOptions\x12\r\n\x05games\x18\x03 \x01(\r\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x1e\n\x05\x64\x65\x63ks\x18\x05 \x03(\x0b\x32\x0f.casino.v1.Deck\x12,\n\x0ctime_control\x18\x06 \x01(\x0b\x32\x16.casino.v1.TimeControl\x12\x30\n\x0e\x66\x61ilure_policy\x18\x07 \x01(\x0e\x32\x18.casino.v1.FailurePolicy\x12\x13\n\x0bmax_strikes\x18\x08 \x01(\r\x12\x13\n\x0b\x66ixed_seats\x18\t \x01(\x08\"\xa8\x02\n\x10RunMatchResponse\x12\x30\n\rmatch_started\x18\x01 \x01(\x0b\x32\x17.casino.v1.MatchStartedH\x00\x12.\n\x0cgame_started\x18\x02 \x01(\x0b\x32\x16.casino.v1.GameStartedH\x00\x12$\n\x04play\x18\x03 \x01(\x0b\x32\x14.casino.v1.PlayEventH\x00\x12%\n\x07\x66\x61ilure\x18\x04 \x01(\x0b\x32\x12.casino.v1.FailureH\x00\x12,\n\x0bgame_result\x18\x05 \x01(\x0b\x32\x15.casino.v1.GameResultH\x00\x12.\n\x0cmatch_result\x18\x06 \x01(\x0b\x32\x16.casino.v1.MatchResultH\x00\x42\x07\n\x05\x65vent\"3\n\x0cMatchStarted\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\tbot_names\x18\x02 \x03(\t\"T\n\x0bGameStarted\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0bgame_number\x18\x02 \x01(\r\x12\x11\n\tseat_bots\x18\x03 \x03(\r\x12\x0c\n\x04seed\x18\x04 \x01(\x04\"\xa4\x01\n\tPlayEvent\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0c\n\x04move\x18\x03 \x01(\t\x12\x0c\n\x04\x64\x65\x61l\x18\x04 \x01(\r\x12\x13\n\x0bplay_number\x18\x05 \x01(\r\x12\x12\n\nelapsed_us\x18\x06 \x01(\r\x12\x13\n\x0bsubstituted\x18\x07 \x01(\x08\x12\x13\n\x06\x63pu_us\x18\x08 \x01(\rH\x00\x88\x01\x01\x42\t\n\x07_cpu_us\"p\n\x0bMatchResult\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04wins\x18\x02 \x03(\r\x12\r\n\x05\x64raws\x18\x03 \x03(\r\x12\x0e\n\x06losses\x18\x04 \x03(\r\x12\x10\n\x08\x66orfeits\x18\x05 \x03(\r\x12\x10\n\x08game_ids\x18\x06 \x03(\t\"\'\n\x14GetGameRecordRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\",\n\x15GetGameRecordResponse\x12\x13\n\x0brecord_json\x18\x01 \x01(\t*k\n\rFailurePolicy\x12\x1e\n\x1a\x46\x41ILURE_POLICY_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x46\x41ILURE_POLICY_FORFEIT\x10\x01\x12\x1e\n\x1a\x46\x41ILURE_POLICY_RANDOM_MOVE\x10\x02\x32\xab\x01\n\x0eRefereeService\x12\x45\n\x08RunMatch\x12\x1a.casino.v1.RunMatchRequest\x1a\x1b.casino.v1.RunMatchResponse0\x01\x12R\n\rGetGameRecord\x12\x1f.casino.v1.GetGameRecordRequest\x1a .casino.v1.GetGameRecordResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63\x61sino/v1/referee.proto\x12\tcasino.v1\x1a\x14\x63\x61sino/v1/game.proto\"\x15\n\x04\x44\x65\x63k\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xa3\x02\n\x0fRunMatchRequest\x12\x0c\n\x04\x62ots\x18\x01 \x03(\t\x12\'\n\x07options\x18\x02 \x01(\x0b\x32\x16.casino.v1.RuleOptions\x12\r\n\x05games\x18\x03 \x01(\r\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x1e\n\x05\x64\x65\x63ks\x18\x05 \x03(\x0b\x32\x0f.casino.v1.Deck\x12,\n\x0ctime_control\x18\x06 \x01(\x0b\x32\x16.casino.v1.TimeControl\x12\x30\n\x0e\x66\x61ilure_policy\x18\x07 \x01(\x0e\x32\x18.casino.v1.FailurePolicy\x12\x13\n\x0bmax_strikes\x18\x08 \x01(\r\x12\x13\n\x0b\x66ixed_seats\x18\t \x01(\x08\x12\x12\n\nask_forced\x18\n \x01(\x08\"\xa8\x02\n\x10RunMatchResponse\x12\x30\n\rmatch_started\x18\x01 \x01(\x0b\x32\x17.casino.v1.MatchStartedH\x00\x12.\n\x0cgame_started\x18\x02 \x01(\x0b\x32\x16.casino.v1.GameStartedH\x00\x12$\n\x04play\x18\x03 \x01(\x0b\x32\x14.casino.v1.PlayEventH\x00\x12%\n\x07\x66\x61ilure\x18\x04 \x01(\x0b\x32\x12.casino.v1.FailureH\x00\x12,\n\x0bgame_result\x18\x05 \x01(\x0b\x32\x15.casino.v1.GameResultH\x00\x12.\n\x0cmatch_result\x18\x06 \x01(\x0b\x32\x16.casino.v1.MatchResultH\x00\x42\x07\n\x05\x65vent\"3\n\x0cMatchStarted\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\tbot_names\x18\x02 \x03(\t\"T\n\x0bGameStarted\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0bgame_number\x18\x02 \x01(\r\x12\x11\n\tseat_bots\x18\x03 \x03(\r\x12\x0c\n\x04seed\x18\x04 \x01(\x04\"\xb4\x01\n\tPlayEvent\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0c\n\x04move\x18\x03 \x01(\t\x12\x0c\n\x04\x64\x65\x61l\x18\x04 \x01(\r\x12\x13\n\x0bplay_number\x18\x05 \x01(\r\x12\x12\n\nelapsed_us\x18\x06 \x01(\r\x12\x13\n\x0bsubstituted\x18\x07 \x01(\x08\x12\x13\n\x06\x63pu_us\x18\x08 \x01(\rH\x00\x88\x01\x01\x12\x0e\n\x06\x66orced\x18\t \x01(\x08\x42\t\n\x07_cpu_us\"p\n\x0bMatchResult\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04wins\x18\x02 \x03(\r\x12\r\n\x05\x64raws\x18\x03 \x03(\r\x12\x0e\n\x06losses\x18\x04 \x03(\r\x12\x10\n\x08\x66orfeits\x18\x05 \x03(\r\x12\x10\n\x08game_ids\x18\x06 \x03(\t\"\'\n\x14GetGameRecordRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\",\n\x15GetGameRecordResponse\x12\x13\n\x0brecord_json\x18\x01 \x01(\t*k\n\rFailurePolicy\x12\x1e\n\x1a\x46\x41ILURE_POLICY_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x46\x41ILURE_POLICY_FORFEIT\x10\x01\x12\x1e\n\x1a\x46\x41ILURE_POLICY_RANDOM_MOVE\x10\x02\x32\xab\x01\n\x0eRefereeService\x12\x45\n\x08RunMatch\x12\x1a.casino.v1.RunMatchRequest\x1a\x1b.casino.v1.RunMatchResponse0\x01\x12R\n\rGetGameRecord\x12\x1f.casino.v1.GetGameRecordRequest\x1a .casino.v1.GetGameRecordResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'casino.v1.referee_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FAILUREPOLICY']._serialized_start=1163
-  _globals['_FAILUREPOLICY']._serialized_end=1270
+  _globals['_FAILUREPOLICY']._serialized_start=1199
+  _globals['_FAILUREPOLICY']._serialized_end=1306
   _globals['_DECK']._serialized_start=60
   _globals['_DECK']._serialized_end=81
   _globals['_RUNMATCHREQUEST']._serialized_start=84
-  _globals['_RUNMATCHREQUEST']._serialized_end=355
-  _globals['_RUNMATCHRESPONSE']._serialized_start=358
-  _globals['_RUNMATCHRESPONSE']._serialized_end=654
-  _globals['_MATCHSTARTED']._serialized_start=656
-  _globals['_MATCHSTARTED']._serialized_end=707
-  _globals['_GAMESTARTED']._serialized_start=709
-  _globals['_GAMESTARTED']._serialized_end=793
-  _globals['_PLAYEVENT']._serialized_start=796
-  _globals['_PLAYEVENT']._serialized_end=960
-  _globals['_MATCHRESULT']._serialized_start=962
-  _globals['_MATCHRESULT']._serialized_end=1074
-  _globals['_GETGAMERECORDREQUEST']._serialized_start=1076
-  _globals['_GETGAMERECORDREQUEST']._serialized_end=1115
-  _globals['_GETGAMERECORDRESPONSE']._serialized_start=1117
-  _globals['_GETGAMERECORDRESPONSE']._serialized_end=1161
-  _globals['_REFEREESERVICE']._serialized_start=1273
-  _globals['_REFEREESERVICE']._serialized_end=1444
+  _globals['_RUNMATCHREQUEST']._serialized_end=375
+  _globals['_RUNMATCHRESPONSE']._serialized_start=378
+  _globals['_RUNMATCHRESPONSE']._serialized_end=674
+  _globals['_MATCHSTARTED']._serialized_start=676
+  _globals['_MATCHSTARTED']._serialized_end=727
+  _globals['_GAMESTARTED']._serialized_start=729
+  _globals['_GAMESTARTED']._serialized_end=813
+  _globals['_PLAYEVENT']._serialized_start=816
+  _globals['_PLAYEVENT']._serialized_end=996
+  _globals['_MATCHRESULT']._serialized_start=998
+  _globals['_MATCHRESULT']._serialized_end=1110
+  _globals['_GETGAMERECORDREQUEST']._serialized_start=1112
+  _globals['_GETGAMERECORDREQUEST']._serialized_end=1151
+  _globals['_GETGAMERECORDRESPONSE']._serialized_start=1153
+  _globals['_GETGAMERECORDRESPONSE']._serialized_end=1197
+  _globals['_REFEREESERVICE']._serialized_start=1309
+  _globals['_REFEREESERVICE']._serialized_end=1480
 # @@protoc_insertion_point(module_scope)

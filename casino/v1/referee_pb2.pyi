@@ -81,6 +81,7 @@ class RunMatchRequest(_message.Message):
     FAILURE_POLICY_FIELD_NUMBER: _builtins.int
     MAX_STRIKES_FIELD_NUMBER: _builtins.int
     FIXED_SEATS_FIELD_NUMBER: _builtins.int
+    ASK_FORCED_FIELD_NUMBER: _builtins.int
     games: _builtins.int
     seed: _builtins.int
     """Seed of the first game; game k uses seed + k - 1 (for every deal after the given decks)."""
@@ -92,6 +93,10 @@ class RunMatchRequest(_message.Message):
     fixed_seats: _builtins.bool
     """Keep every bot in its seat for all games; by default seats rotate one place per game so
     every bot sits in every seat.
+    """
+    ask_forced: _builtins.bool
+    """Ask the bots for every move, even one they have no choice in. By default the referee plays a
+    seat's only legal move itself (Handshake.auto_forced; PlayEvent.forced).
     """
     @_builtins.property
     def bots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -120,10 +125,11 @@ class RunMatchRequest(_message.Message):
         failure_policy: Global___FailurePolicy.ValueType = ...,
         max_strikes: _builtins.int = ...,
         fixed_seats: _builtins.bool = ...,
+        ask_forced: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bots", b"bots", "decks", b"decks", "failure_policy", b"failure_policy", "fixed_seats", b"fixed_seats", "games", b"games", "max_strikes", b"max_strikes", "options", b"options", "seed", b"seed", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ask_forced", b"ask_forced", "bots", b"bots", "decks", b"decks", "failure_policy", b"failure_policy", "fixed_seats", b"fixed_seats", "games", b"games", "max_strikes", b"max_strikes", "options", b"options", "seed", b"seed", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -239,6 +245,7 @@ class PlayEvent(_message.Message):
     ELAPSED_US_FIELD_NUMBER: _builtins.int
     SUBSTITUTED_FIELD_NUMBER: _builtins.int
     CPU_US_FIELD_NUMBER: _builtins.int
+    FORCED_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     seat: _builtins.int
     move: _builtins.str
@@ -253,6 +260,8 @@ class PlayEvent(_message.Message):
     """The CPU time the bot's processes used for this move (over the same span as elapsed_us); not
     set when it was not measured (a bot at an address, or no turn could be sent).
     """
+    forced: _builtins.bool
+    """The referee played it: the seat's only legal move (no turn was sent; elapsed_us is 0)."""
     def __init__(
         self,
         *,
@@ -264,10 +273,11 @@ class PlayEvent(_message.Message):
         elapsed_us: _builtins.int = ...,
         substituted: _builtins.bool = ...,
         cpu_us: _builtins.int | None = ...,
+        forced: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_cpu_us", b"_cpu_us", "cpu_us", b"cpu_us"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cpu_us", b"_cpu_us", "cpu_us", b"cpu_us", "deal", b"deal", "elapsed_us", b"elapsed_us", "game_id", b"game_id", "move", b"move", "play_number", b"play_number", "seat", b"seat", "substituted", b"substituted"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cpu_us", b"_cpu_us", "cpu_us", b"cpu_us", "deal", b"deal", "elapsed_us", b"elapsed_us", "forced", b"forced", "game_id", b"game_id", "move", b"move", "play_number", b"play_number", "seat", b"seat", "substituted", b"substituted"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__cpu_us: _TypeAlias = _typing.Literal["cpu_us"]  # noqa: Y015
     _WhichOneofArgType__cpu_us: _TypeAlias = _typing.Literal["_cpu_us", b"_cpu_us"]  # noqa: Y015

@@ -14,7 +14,7 @@ from casino.v1 import bot_pb2, game_pb2
 from ..clock import MONOTONIC, Clock, TimeControl
 from ..names import clean_name, clean_version
 from ..wire.connection import CHANNEL_OPTIONS, BotConnection, StreamFailure
-from ..wire.convert import PROTOCOL_VERSION
+from ..wire.convert import PROTOCOL_MAJOR
 from .endpoint import BotEndpoint
 from .health import wait_healthy
 from .cpu import CpuMeter
@@ -112,10 +112,10 @@ class BotSlot:
                 f"handshake failed: no Hello within the startup time ({control.startup_time_ms} ms)")
         if isinstance(hello, StreamFailure):
             return await self._startup_failed(f"handshake failed: {hello.reason}", hello.received)
-        major = hello.protocol_version.split(".")[0] if hello.protocol_version else PROTOCOL_VERSION
-        if major != PROTOCOL_VERSION:
+        major = hello.protocol_version.split(".")[0] if hello.protocol_version else PROTOCOL_MAJOR
+        if major != PROTOCOL_MAJOR:
             return await self._startup_failed(
-                f"speaks protocol {clean_version(hello.protocol_version)!r}, the referee speaks {PROTOCOL_VERSION}")
+                f"speaks protocol {clean_version(hello.protocol_version)!r}, the referee speaks {PROTOCOL_MAJOR}")
         # bot-chosen text is cleaned before any log line, event or record holds it
         self.hello_name = clean_name(hello.name)
         self.version = clean_version(hello.version)

@@ -61,6 +61,8 @@ def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
                    help="on a failure: forfeit the game (default) or play a random move and count a strike")
     p.add_argument("--max-strikes", type=int, default=3, help="strikes before a forfeit with --policy random_move")
     p.add_argument("--no-rotate", action="store_true", help="keep seats fixed between games")
+    p.add_argument("--ask-forced", action="store_true",
+                   help="ask the bots for every move, even their only legal one (default: the referee plays it)")
     p.add_argument("--records", metavar="DIR", help="write each game's JSON record here")
     p.add_argument("--logs", metavar="DIR", help=logs_help)
     p.add_argument("-v", "--verbose", action="store_true", help="log every game and failure to stderr")
@@ -84,7 +86,7 @@ def spec_from_args(args: argparse.Namespace, bots: list[str]) -> MatchSpec:
         spec = MatchSpec(
             bots=endpoints, options=options, games=args.games, seed=args.seed, decks=decks, time_control=control,
             policy=FailurePolicy(args.policy), max_strikes=args.max_strikes, rotate_seats=not args.no_rotate,
-            records_dir=Path(args.records) if args.records else None, logs_dir=Path(args.logs) if args.logs else None,
+            auto_forced=not args.ask_forced, records_dir=Path(args.records) if args.records else None, logs_dir=Path(args.logs) if args.logs else None,
         )
     except (EndpointError, RulesError, ValueError) as exc:
         raise UsageError(str(exc)) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..match.record import forced_plays
 from ..names import clean_name, clean_text
 from ..rules import DealSheet, GameResult, GameState, cards_code, replay_record
 from ..rules.errors import InvalidRecordError
@@ -147,22 +148,25 @@ def record_lines(record: dict[str, Any], names: Sequence[str] | None = None, ful
             names = None  # seats without usable numbers: plays are shown by seat alone
     before: list[GameState] = []  # the state before each play, in play order
     final = replay_record(engine_record, on_play=lambda state, text: before.append(state))
+    forced = forced_plays(wrapper, before) if wrapper is not None else frozenset()
     teams = final.options.teams
     failures = record_failures(wrapper)
     substituted = {(f["deal"], f["play"]): f for f in failures if not f["forfeit"]}
     lines = []
     if wrapper is not None:
         lines.append(f"game {clean_text(str(wrapper.get('game_id')), MAX_ID_CHARS)} [{seats_text}]")
-    states = iter(before)
+    states = iter(enumerate(before))
     for k, deal in enumerate(engine_record["deals"]):
         lines.append(f"== deal {k + 1}, dealer P{deal.get('dealer')}")
         for i, text in enumerate(deal["moves"]):
-            state = next(states)
+            index, state = next(states)
             if full:
                 lines += _position_lines(state)
             line = f"  {i + 1:2d}. {seat_label(state.to_move, names)}: {text}"
             if (f := substituted.get((k, i + 1))) is not None:
                 line += f"  [random move: {f['kind']}]"
+            if index in forced:
+                line += "  [forced: the only legal move]"
             lines.append(line)
         for f in failures:
             if f["forfeit"] and f["deal"] == k:

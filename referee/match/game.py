@@ -65,7 +65,7 @@ async def play_game(
     observe_game(
         [slot.name for slot in seats], "forfeit" if result.termination == game_pb2.TERMINATION_FORFEIT else "normal",
         result.reason, time.perf_counter() - began, record["timings_us"], record["cpu_us"],
-        [(f.seat, failure_kind_label(F.Name(f.kind))) for f in result.failures])
+        [(f.seat, failure_kind_label(F.Name(f.kind))) for f in result.failures], forced=record.get("forced", ()))
     return report
 
 
@@ -89,6 +89,7 @@ async def _play_game(
     failures: list[game_pb2.Failure] = []
     timings: list[list[int]] = []
     cpu_timings: list[int | None] = []  # by play, as timings: the move's CPU time, None if not measured
+    forced: list[int] = []  # indices into timings of the plays the referee made: the seat's only legal move
     substitute_rng = random.Random(seed)
     emit(referee_pb2.RunMatchResponse(game_started=referee_pb2.GameStarted(
         game_id=game_id, game_number=number, seat_bots=seat_bots, seed=seed)))
@@ -142,7 +143,7 @@ async def _play_game(
             return
         try:
             observe(GameSoFar(game_id, match_id, number, seen_seats, control, spec.policy.value, spec.max_strikes,
-                              state, timings, cpu_timings, failures, len(timings), len(failures)))
+                              state, timings, cpu_timings, failures, len(timings), len(failures), forced))
         except Exception:  # an observer's bug must not end the game
             log.exception("game %s: the play observer failed; it is not called again", game_id,
                           extra={"game_id": game_id})
@@ -151,10 +152,38 @@ async def _play_game(
     tell_observer()
     moved = [False] * n  # whether the seat has made a move of its own this game
     public_plays = b""  # this deal's plays, each encoded once (see convert.turn_request_bytes)
+
+    async def make_play(seat: int, move: Move, elapsed: float, cpu_us: int | None, substituted: bool,
+                        is_forced: bool = False) -> None:
+        """Apply ``move`` for ``seat`` and tell everyone who follows: the record's lists, the
+        deal's plays for the next turn, the client's event, the observer and PlayMade listeners."""
+        nonlocal state, public_plays
+        deal, play_number = state.deal, state.plays + 1
+        state = apply(state, move)
+        notation = str(move)
+        public_plays = (b"" if state.deal != deal
+                        else public_plays + public_play_field(seat, notation, is_forced))
+        if is_forced:
+            forced.append(len(timings))
+        timings.append([seat, int(elapsed * 1e6)])
+        cpu_timings.append(cpu_us)
+        if emit is not discard_event:  # one event per play: only built when someone listens
+            emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
+                game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
+                elapsed_us=int(elapsed * 1e6), substituted=substituted, cpu_us=cpu_us, forced=is_forced)))
+        made = bot_pb2.PlayMade(game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
+                                substituted=substituted, forced=is_forced)
+        tell_observer()
+        await _tell_listeners(seats, made, send_s)
+
     while not forfeiting and not state.is_over:
         seat = state.to_move
         slot = seats[seat]
         moves = legal_moves(state)
+        if spec.auto_forced and len(moves) == 1:
+            # no choice to make: the referee plays it, sends no turn and charges no time
+            await make_play(seat, moves[0], 0.0, None, False, is_forced=True)
+            continue
         clock = clocks[seat]
         failure: StreamFailure | None
         move: Move | None = None
@@ -199,20 +228,7 @@ async def _play_game(
             move = substitute_rng.choice(moves)
             substituted = True
         assert move is not None
-        deal, play_number = state.deal, state.plays + 1
-        state = apply(state, move)
-        notation = str(move)
-        public_plays = b"" if state.deal != deal else public_plays + public_play_field(seat, notation)
-        timings.append([seat, int(elapsed * 1e6)])
-        cpu_timings.append(cpu_us)
-        if emit is not discard_event:  # one event per play: only built when someone listens
-            emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
-                game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
-                elapsed_us=int(elapsed * 1e6), substituted=substituted, cpu_us=cpu_us)))
-        made = bot_pb2.PlayMade(game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
-                                substituted=substituted)
-        tell_observer()
-        await _tell_listeners(seats, made, send_s)
+        await make_play(seat, move, elapsed, cpu_us, substituted)
 
     if forfeiting:
         result = forfeit_result(game_id, options, state.scores, forfeiting, state.deal + 1, failures)
@@ -229,7 +245,7 @@ async def _play_game(
         game_id=game_id, match_id=match_id, game_number=number,
         seats=seat_records(),
         time_control=control, policy=spec.policy.value, max_strikes=spec.max_strikes, state=state,
-        timings_us=timings, cpu_us=cpu_timings, failures=failures, result=result,
+        timings_us=timings, cpu_us=cpu_timings, failures=failures, result=result, forced=forced,
     )
     return GameReport(game_id, number, seat_bots, result, record)
 

@@ -15,7 +15,8 @@ from google.protobuf import json_format
 from casino.v1 import game_pb2
 
 from ..clock import TimeControl
-from ..rules import GameState, game_record
+from ..rules import GameState, game_record, legal_moves
+from ..rules.errors import InvalidRecordError
 
 RECORD_FORMAT = "royal-casino-game"
 RECORD_VERSION = 1
@@ -51,10 +52,13 @@ def _seat_entry(s: SeatRecord) -> dict[str, Any]:
 def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequence[SeatRecord],
                    time_control: TimeControl, policy: str, max_strikes: int, state: GameState,
                    timings_us: list[list[int]], failures: Sequence[game_pb2.Failure],
-                   result: game_pb2.GameResult | None, cpu_us: Sequence[int | None] | None = None) -> dict[str, Any]:
+                   result: game_pb2.GameResult | None, cpu_us: Sequence[int | None] | None = None,
+                   forced: Sequence[int] = ()) -> dict[str, Any]:
     """The JSON-serialisable record of a finished (or forfeited) game; with ``result`` None, of a
     game still being played (its record so far: ``"result": null``). ``cpu_us``: by play, as
-    ``timings_us``, the CPU time of each move (None where it was not measured; all None if not given)."""
+    ``timings_us``, the CPU time of each move (None where it was not measured; all None if not given).
+    ``forced``: the indices (into ``timings_us``, 0-based over the game) of the plays the referee
+    made because they were the seat's only legal move; written only when there are some."""
     cpu = list(cpu_us) if cpu_us is not None else [None] * len(timings_us)
     if len(cpu) != len(timings_us):
         raise ValueError(f"{len(cpu)} CPU times for {len(timings_us)} plays")
@@ -73,6 +77,7 @@ def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequ
         "cpu_us": cpu,
         "failures": [_as_dict(f) for f in failures],
         "result": _as_dict(result) if result is not None else None,
+        **({"forced": list(forced)} if forced else {}),  # only then: other records stay as they were
     }
 
 
@@ -96,6 +101,7 @@ class GameSoFar:
     failures: list[game_pb2.Failure]
     plays: int  # plays made so far (the length of timings_us here)
     failures_so_far: int
+    forced: list[int]  # indices of forced plays so far (only appended to, as the other lists)
 
     def record(self) -> dict[str, Any]:
         """The game's record up to this play: ``referee_record`` of a game with no result yet."""
@@ -103,7 +109,8 @@ class GameSoFar:
             game_id=self.game_id, match_id=self.match_id, game_number=self.game_number, seats=self.seats,
             time_control=self.time_control, policy=self.policy, max_strikes=self.max_strikes, state=self.state,
             timings_us=self.timings_us[:self.plays], cpu_us=self.cpu_us[:self.plays],
-            failures=self.failures[:self.failures_so_far], result=None)
+            failures=self.failures[:self.failures_so_far], result=None,
+            forced=[i for i in self.forced if i < self.plays])
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +122,36 @@ class MoveTimes:
 
 
 def seat_move_times(record: dict[str, Any]) -> dict[int, MoveTimes]:
-    """Each seat's move times in a game record, by seat; a record written before CPU times were
-    recorded (no ``cpu_us``) gives none."""
+    """Each seat's move times in a game record, by seat, forced plays left out (no bot was asked);
+    a record written before CPU times were recorded (no ``cpu_us``) gives none."""
     timings = record.get("timings_us", [])
     cpu = list(record.get("cpu_us") or [])
     cpu += [None] * (len(timings) - len(cpu))
+    forced = set(record.get("forced") or ())
     wall: dict[int, list[int]] = {}
     used: dict[int, list[int]] = {}
-    for (seat, us), cpu_of_move in zip(timings, cpu):
+    for i, ((seat, us), cpu_of_move) in enumerate(zip(timings, cpu)):
+        if i in forced:
+            continue
         wall.setdefault(seat, []).append(us)
         if cpu_of_move is not None:
             used.setdefault(seat, []).append(cpu_of_move)
     return {seat: MoveTimes(tuple(values), tuple(used.get(seat, ()))) for seat, values in sorted(wall.items())}
+
+
+def forced_plays(record: dict[str, Any], before: Sequence[GameState]) -> frozenset[int]:
+    """The record's forced plays, each checked: ``before`` holds the state before every play (the
+    replay's); a play marked forced must have been the mover's only legal move. InvalidRecordError
+    names the first that was not (a hand-edited record), or a malformed list."""
+    marked = record.get("forced", [])
+    if not isinstance(marked, list) or not all(type(i) is int for i in marked):
+        raise InvalidRecordError("malformed record: forced must be a list of play indices")
+    for i in marked:
+        if not 0 <= i < len(before):
+            raise InvalidRecordError(f"malformed record: forced play {i} is not one of its {len(before)} plays")
+        choices = len(legal_moves(before[i]))
+        if choices != 1:
+            state = before[i]
+            raise InvalidRecordError(f"play {i + 1} of the game (deal {state.deal + 1}, play {state.plays + 1}) "
+                                     f"is marked forced, but its mover had {choices} legal moves")
+    return frozenset(marked)

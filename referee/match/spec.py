@@ -18,7 +18,7 @@ from ..rules import RuleOptions
 from ..wire.convert import PROTOCOL_VERSION, options_to_pb
 
 SETUP_FORMAT = "royal-casino-game-setup"
-SETUP_VERSION = 1
+SETUP_VERSION = 2  # 2: auto_forced (a version-1 setup asked for every move)
 MAX_GAMES = 1_000_000  # games in one match (the Handshake says how many, as a uint32)
 MAX_SEED = 2**64 - 1  # game seeds travel as uint64 (GameStarted.seed)
 
@@ -56,6 +56,7 @@ class GameSettings:
     time_control: TimeControl = field(default_factory=TimeControl)
     policy: FailurePolicy = FailurePolicy.FORFEIT
     max_strikes: int = 3
+    auto_forced: bool = True  # the referee plays a seat's only legal move itself (docs/protocol.md)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class MatchSpec:
     policy: FailurePolicy = FailurePolicy.FORFEIT
     max_strikes: int = 3
     rotate_seats: bool = True
+    auto_forced: bool = True
     records_dir: Path | None = None
     logs_dir: Path | None = None
     match_id: str = ""
@@ -99,7 +101,7 @@ class MatchSpec:
 
     @property
     def settings(self) -> GameSettings:
-        return GameSettings(self.options, self.time_control, self.policy, self.max_strikes)
+        return GameSettings(self.options, self.time_control, self.policy, self.max_strikes, self.auto_forced)
 
     def game(self, match_id: str, game_number: int) -> GameSetup:
         """The setup of game ``game_number`` (1-based) of this match."""
@@ -122,6 +124,7 @@ class GameSetup:
     policy: FailurePolicy = FailurePolicy.FORFEIT
     max_strikes: int = 3
     match_id: str = ""
+    auto_forced: bool = True
 
     @classmethod
     def build(cls, settings: GameSettings, *, match_id: str, game_number: int, seat_bots: Sequence[int], seed: int,
@@ -132,7 +135,7 @@ class GameSetup:
             game_id=game_id or f"{match_id}-g{game_number}", game_number=game_number, seat_bots=tuple(seat_bots),
             seed=seed, options=settings.options, decks=tuple(tuple(d) for d in decks),
             time_control=settings.time_control, policy=settings.policy, max_strikes=settings.max_strikes,
-            match_id=match_id,
+            match_id=match_id, auto_forced=settings.auto_forced,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -142,7 +145,7 @@ class GameSetup:
             "game_number": self.game_number, "seat_bots": list(self.seat_bots), "seed": self.seed,
             "options": self.options.to_dict(), "decks": [list(d) for d in self.decks],
             "time_control": self.time_control.to_dict(), "policy": self.policy.value,
-            "max_strikes": self.max_strikes, "match_id": self.match_id,
+            "max_strikes": self.max_strikes, "match_id": self.match_id, "auto_forced": self.auto_forced,
         }
 
     @classmethod
@@ -150,11 +153,14 @@ class GameSetup:
         """Inverse of ``to_dict``; ValueError (RulesError for bad rule options) on anything else."""
         if not isinstance(data, dict) or data.get("format") != SETUP_FORMAT:
             raise ValueError(f"not a {SETUP_FORMAT} object")
-        if data.get("version") != SETUP_VERSION:
-            raise ValueError(f"{SETUP_FORMAT} version {data.get('version')!r}; this referee reads {SETUP_VERSION}")
+        if data.get("version") not in (1, SETUP_VERSION):
+            raise ValueError(f"{SETUP_FORMAT} version {data.get('version')!r}; this referee reads 1 and {SETUP_VERSION}")
         try:
+            auto_forced = data["auto_forced"] if data["version"] == SETUP_VERSION else False
+            if not isinstance(auto_forced, bool):
+                raise TypeError(f"auto_forced must be true or false, not {auto_forced!r}")
             settings = GameSettings(RuleOptions.from_dict(data["options"]), TimeControl(**data["time_control"]),
-                                    FailurePolicy(data["policy"]), int(data["max_strikes"]))
+                                    FailurePolicy(data["policy"]), int(data["max_strikes"]), auto_forced)
             return cls.build(settings, match_id=str(data["match_id"]), game_number=int(data["game_number"]),
                              seat_bots=[int(b) for b in data["seat_bots"]], seed=int(data["seed"]),
                              decks=[[int(c) for c in d] for d in data["decks"]], game_id=str(data["game_id"]))
@@ -169,6 +175,7 @@ class GameSetup:
             options=options_to_pb(self.options),
             time_control=self.time_control.to_pb(),
             games=games,
+            auto_forced=self.auto_forced,
         )
 
 

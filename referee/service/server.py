@@ -110,6 +110,7 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
             policy=_POLICIES.get(request.failure_policy, FailurePolicy.FORFEIT),
             max_strikes=request.max_strikes or 3,
             rotate_seats=not request.fixed_seats,
+            auto_forced=not request.ask_forced,
             logs_dir=self.records_dir / "logs",  # one folder per match below it
         )
 

@@ -21,7 +21,8 @@ from ..rules import (
 from ..rules.cards import CODE
 from ..rules.errors import InvalidCardError, InvalidMoveError, InvalidOptionError
 
-PROTOCOL_VERSION = "1"
+PROTOCOL_VERSION = "1.1"  # what the referee says it speaks (1.1: forced plays, Handshake.auto_forced)
+PROTOCOL_MAJOR = PROTOCOL_VERSION.split(".")[0]  # what a bot's Hello must match (docs/protocol.md, "Versioning")
 
 _KIND_TO_PB = {
     MoveKind.TRAIL: game_pb2.MOVE_KIND_TRAIL,
@@ -207,9 +208,11 @@ def _legal_move_field(move: Move) -> bytes:
     return _length_delimited(_TURN_LEGAL_MOVES, move_to_pb(move).SerializeToString())
 
 
-def public_play_field(seat: int, notation: str) -> bytes:
-    """One entry of ``Observation.plays``, encoded, for `turn_request_bytes`."""
-    return _length_delimited(_OBSERVATION_PLAYS, game_pb2.PublicPlay(seat=seat, move=notation).SerializeToString())
+def public_play_field(seat: int, notation: str, forced: bool = False) -> bytes:
+    """One entry of ``Observation.plays``, encoded, for `turn_request_bytes`; ``forced``: the
+    referee played it, the seat's only legal move."""
+    return _length_delimited(_OBSERVATION_PLAYS, game_pb2.PublicPlay(seat=seat, move=notation,
+                                                                     forced=forced).SerializeToString())
 
 
 def turn_request_bytes(

@@ -83,9 +83,11 @@ def test_a_queued_tournaments_metrics_equal_its_stored_results(pg_url: str, tmp_
     plays: Counter[str] = Counter()
     for record in records:
         names = [seat["name"] for seat in record["seats"]]
-        plays.update(names[seat] for seat, _us in record["timings_us"])
+        forced = set(record.get("forced", ()))  # the referee's own plays: nobody was asked
+        plays.update(names[seat] for i, (seat, _us) in enumerate(record["timings_us"]) if i not in forced)
     assert by_label(got, "referee_moves_judged_total", "bot") == {(bot,): n for bot, n in plays.items()}
     assert by_label(got, "referee_move_seconds_count", "bot") == {(bot,): n for bot, n in plays.items()}
+    assert total(got, "referee_forced_plays_total") == sum(len(r.get("forced", ())) for r in records) > 0
     # failures: by bot and kind, as stored
     failures: Counter[tuple[str, str]] = Counter()
     for record in records:

@@ -99,9 +99,12 @@ def test_a_busy_loop_is_recorded_as_cpu_time_and_a_sleep_is_not(tmp_path: Path) 
     [game] = report.games
     assert not game.result.failures
     record = game.record
-    assert len(record["cpu_us"]) == len(record["timings_us"]) and None not in record["cpu_us"]
+    # every move a bot was asked for has its CPU time; a forced play (the referee's) has none
+    assert len(record["cpu_us"]) == len(record["timings_us"])
+    assert [i for i, cpu in enumerate(record["cpu_us"]) if cpu is None] == record.get("forced", [])
     plays = [e.play for e in events if e.WhichOneof("event") == "play"]
-    assert [p.cpu_us for p in plays] == record["cpu_us"] and all(p.HasField("cpu_us") for p in plays)
+    assert [p.cpu_us if not p.forced else None for p in plays] == record["cpu_us"]
+    assert all(p.HasField("cpu_us") != p.forced for p in plays)
     times = seat_move_times(record)
     burner, sleeper = times[0], times[1]  # game 1: bot 0 in seat 0
     assert min(burner.cpu_us[:2]) >= BURN_MS * 1000 / 2, burner.cpu_us[:2]
@@ -147,10 +150,12 @@ def test_a_bot_at_an_address_has_no_cpu_time(tmp_path: Path, running_builtin_bot
     report, events = play([address, builtin_bot_command(2)], TimeControl(move_time_ms=BACKSTOP_MS), tmp_path)
     [game] = report.games
     assert not game.result.failures
-    by_seat = [(seat, cpu) for (seat, _), cpu in zip(game.record["timings_us"], game.record["cpu_us"])]
+    forced = set(game.record.get("forced", ()))  # the referee's plays: no bot was asked, nothing measured
+    by_seat = [(seat, cpu) for i, ((seat, _), cpu) in enumerate(zip(game.record["timings_us"], game.record["cpu_us"]))
+               if i not in forced]
     assert {cpu is None for seat, cpu in by_seat if seat == 0} == {True}
     assert {cpu is None for seat, cpu in by_seat if seat == 1} == {False}
-    plays = [e.play for e in events if e.WhichOneof("event") == "play"]
+    plays = [e.play for e in events if e.WhichOneof("event") == "play" and not e.play.forced]
     assert [p.HasField("cpu_us") for p in plays] == [seat == 1 for seat, _ in by_seat]
 
 

@@ -44,18 +44,29 @@ def test_game_setup_round_trips_through_json() -> None:
     setup = GameSetup.build(SETTINGS, match_id="cup", game_number=7, seat_bots=[3, 0, 1, 2], seed=2**63,
                             decks=[list(range(52)), list(range(51, -1, -1))], game_id="cup-g7-x")
     data = json.loads(json.dumps(setup.to_dict()))
-    assert (data["format"], data["version"]) == ("royal-casino-game-setup", 1)
+    assert (data["format"], data["version"]) == ("royal-casino-game-setup", 2)
     assert GameSetup.from_dict(data) == setup
+    asked = dataclasses.replace(setup, auto_forced=False)
+    assert GameSetup.from_dict(json.loads(json.dumps(asked.to_dict()))) == asked
+
+
+def test_a_version_1_setup_asks_for_every_move() -> None:
+    """Version 1 (before forced plays) had no auto_forced: such a game asked for every move."""
+    data = GameSetup.build(SETTINGS, match_id="cup", game_number=1, seat_bots=[0, 1, 2, 3], seed=1).to_dict()
+    del data["auto_forced"]
+    data["version"] = 1
+    assert GameSetup.from_dict(data).auto_forced is False
 
 
 @pytest.mark.parametrize("change, error", [
     (lambda d: d.update(format="something"), ValueError),
-    (lambda d: d.update(version=2), ValueError),
+    (lambda d: d.update(version=3), ValueError),
+    (lambda d: d.update(auto_forced="yes"), ValueError),
     (lambda d: d.pop("seed"), ValueError),
     (lambda d: d.update(policy="shrug"), ValueError),
     (lambda d: d["time_control"].update(move_time_ms=0), ValueError),
     (lambda d: d["options"].update(players=9), RulesError),
-], ids=["format", "version", "missing-seed", "policy", "time", "rules"])
+], ids=["format", "version", "auto-forced", "missing-seed", "policy", "time", "rules"])
 def test_a_bad_game_setup_is_refused(change, error) -> None:  # type: ignore[no-untyped-def]
     data = GameSetup.build(SETTINGS, match_id="cup", game_number=1, seat_bots=[0, 1, 2, 3], seed=1).to_dict()
     change(data)

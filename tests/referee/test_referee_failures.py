@@ -425,7 +425,9 @@ def test_exit_between_games_is_restarted_without_a_failure(tmp_path: Path) -> No
 def test_random_move_policy_substitutes_until_the_strike_limit(tmp_path: Path) -> None:
     # in-process: the bot answers every turn with an illegal move (the scripted bot's mode)
     bot = misbehaves(BAD_ANSWERS["illegal"], after=1, name="scripted-illegal")
-    played = play_inprocess(bot, opponent(), policy=FailurePolicy.RANDOM_MOVE, max_strikes=2, records_dir=tmp_path)
+    # every move asked (auto_forced off): the play numbers below count the bot's turns
+    played = play_inprocess(bot, opponent(), policy=FailurePolicy.RANDOM_MOVE, max_strikes=2, records_dir=tmp_path,
+                            auto_forced=False)
     (game,) = played.report.games
     r = game.result
     assert r.termination == FORFEIT and r.reason == "forfeit"
@@ -484,7 +486,7 @@ def slow_plays(played: Played, seat: int = 0) -> list[referee_pb2.PlayEvent]:
 
 def test_time_bank_covers_slow_moves() -> None:
     # 4 moves of 250 ms: 150 ms over the 100 ms move time each, out of the 1000 ms bank
-    played, bot = play_on_manual_clock(0.25, BANK, slow_turns=4)
+    played, bot = play_on_manual_clock(0.25, BANK, slow_turns=4, auto_forced=False)  # every move asked
     (game,) = played.report.games
     assert game.result.termination == NORMAL, list(game.result.failures)
     assert list(game.result.failures) == []
@@ -503,7 +505,7 @@ def test_time_bank_runs_out() -> None:
     # always 250 ms, 150 over: the bank goes 1000, 850, ..., 100; the 7th move is 150 over with
     # 100 left, within the 50 ms grace, and empties the bank; the 8th (play 15) is 150 over an
     # empty bank: a timeout
-    played, bot = play_on_manual_clock(0.25, BANK)
+    played, bot = play_on_manual_clock(0.25, BANK, auto_forced=False)  # every move asked: play 15 is its 8th
     (game,) = played.report.games
     r = game.result
     assert r.termination == FORFEIT and list(r.ranks) == [2, 1] and r.winner_side == 1

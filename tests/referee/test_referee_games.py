@@ -115,17 +115,21 @@ def test_python_bots_play_whole_games(players: int, partnerships: bool, games: i
 
 
 def expected_game(
-    options: RuleOptions, seed: int, deck: tuple[int, ...], random_seed: int
+    options: RuleOptions, seed: int, deck: tuple[int, ...], random_seed: int, auto_forced: bool = True,
 ) -> tuple[list[list[str]], Any]:
     """The game the two deterministic bots play, computed with the engine in process: seat 0 plays
     the first legal move (scripted ``normal``), seat 1 a uniformly random index from
-    ``random.Random(random_seed)`` (the built-in bot)."""
+    ``random.Random(random_seed)`` (the built-in bot), which it draws only when it is asked: with
+    ``auto_forced`` the referee plays a seat's only legal move and asks no one."""
     state = new_game(options, seed=seed, decks=[deck])
     rng = random.Random(random_seed)
     moves: list[list[str]] = []
     while not state.is_over:
         legal = legal_moves(state)
-        move = legal[0] if state.to_move == 0 else legal[rng.randrange(len(legal))]
+        if auto_forced and len(legal) == 1:
+            move = legal[0]
+        else:
+            move = legal[0] if state.to_move == 0 else legal[rng.randrange(len(legal))]
         while len(moves) <= state.deal:
             moves.append([])
         moves[state.deal].append(str(move))
@@ -133,14 +137,15 @@ def expected_game(
     return moves, state.result
 
 
-def test_explicit_deck_gives_a_known_deterministic_game() -> None:
+@pytest.mark.parametrize("auto_forced", [True, False], ids=["forced-plays-by-the-referee", "every-move-asked"])
+def test_explicit_deck_gives_a_known_deterministic_game(auto_forced: bool) -> None:
     options = RuleOptions(players=2)
     deck = parse_deck(DECK_FILE.read_text())
     bots = [python_bot_command("normal"), builtin_bot_command(7)]
-    want_moves, want = expected_game(options, 5, deck, 7)
+    want_moves, want = expected_game(options, 5, deck, 7, auto_forced)
     records = []
     for _ in range(2):
-        (game,) = match(bots, options, seed=5, decks=[deck]).games
+        (game,) = match(bots, options, seed=5, decks=[deck], auto_forced=auto_forced).games
         check_normal_game(game, options)
         engine = game.record["engine"]
         assert engine["explicit_decks"] == 1 and engine["seed"] == 5
