@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, shown
-from .console import make_console
+from .console import PROG, make_console
 
 # The games' machinery (the referee's: gRPC, protobuf, prometheus_client), rich and the
 # statistics are imported by the commands, not here: `arena --help` and `arena compare --help`
@@ -69,7 +70,8 @@ def _shared(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unit", choices=["deals", "games"], default="deals",
                    help="deals: one-deal games, point margin (default); games: full games, pentanomial")
     p.add_argument("--players", type=int, choices=[2, 4], default=2, help="4: two copies of each bot as a team")
-    p.add_argument("--concurrency", type=int, default=2, help="games at once (default 2)")
+    p.add_argument("--concurrency", type=int, help="games at once (default: the CPU cores this process may use; "
+                   "more than that makes the bots share cores, and the clock then measures the other games too)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--move-time", type=int, default=1000, help="ms per move (default 1000)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
@@ -99,8 +101,15 @@ def _bounds(args: argparse.Namespace) -> SprtBounds:
 def _check_common(args: argparse.Namespace) -> None:
     from referee.clock import MAX_TIME_MS
 
+    from ..play.cores import available_cores, oversubscription_warning
+
+    if args.concurrency is None:
+        args.concurrency = available_cores()
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
+    warning = oversubscription_warning(args.concurrency, available_cores())
+    if warning:  # one line on stderr, as arena run says it
+        sys.stderr.write(f"{PROG}: warning: {warning}\n")
     if not 1 <= args.move_time <= MAX_TIME_MS:
         raise UsageError(f"--move-time must be 1 to {MAX_TIME_MS} ms, not {args.move_time}")
 

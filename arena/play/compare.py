@@ -31,6 +31,7 @@ from ..rating.ratings import RatingBook
 from ..rating.results import GameOutcome
 from ..rating.stats import MarginSprt, PentanomialSprt, SprtBounds, fixed_length_summary
 from ..schedule.pairings import deck_seed
+from .cores import available_cores
 from .executor import GameExecutor, SeatBot
 
 FORFEIT_MARGIN = 11  # a forfeit in a one-deal game: as if the opponents took every point of the deal
@@ -50,7 +51,7 @@ class CompareSpec:
     units: int = 0  # fixed length: games to play (rounded up to whole pairs)
     max_units: int = 20_000  # sequential: give up (inconclusive) after this many games
     seed: int = 1
-    concurrency: int = 2
+    concurrency: int = field(default_factory=available_cores)  # games at once: the cores (arena/play/cores.py)
     pairing: str = "duplicate"  # "independent": the pair's two games get different decks (for measurements)
     time_control: TimeControl = field(default_factory=TimeControl)
     policy: FailurePolicy = FailurePolicy.FORFEIT
@@ -65,6 +66,8 @@ class CompareSpec:
             raise ValueError(f"pairing is one of {PAIRINGS}, not {self.pairing!r}")
         if self.bounds is None and self.units < 1:
             raise ValueError("a fixed-length run needs units >= 1")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency is at least 1, not {self.concurrency}")
 
     @property
     def options(self) -> RuleOptions:
@@ -196,10 +199,18 @@ class Comparison:
 
     async def run(self) -> None:
         """Play pairs until the test decides or the limit is reached; results are taken in pair
-        order whatever order they finish in, so a run is reproducible at any concurrency."""
+        order whatever order they finish in, so a run is reproducible at any concurrency.
+
+        ``concurrency`` games play at once; the gate lets them in in the order they were made (an
+        asyncio semaphore wakes its waiters first come, first served), so the games playing are
+        always the earliest unfinished ones and a later pair never delays an earlier one. A window
+        of ``concurrency + 1`` pairs keeps a game waiting for every slot that frees even while an
+        earlier pair's last game is still playing. Games past the pair that decides are
+        cancelled (their bots restarted before any reuse, stopped at the executor's close) and
+        never counted."""
         spec = self.spec
         gate = asyncio.Semaphore(spec.concurrency)
-        window = max(1, math.ceil(spec.concurrency / 2) + 1)  # pairs in flight
+        window = spec.concurrency + 1  # pairs in flight (made, waiting at the gate or playing)
         pending: dict[int, asyncio.Task[PairResult]] = {}
         next_index = 0
         try:

@@ -8,6 +8,7 @@ or timeout; a game takes one from each seat's pool and gives them back when it e
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import tempfile
 from collections.abc import Collection, Sequence
@@ -63,8 +64,8 @@ class _BotPool:
         self.idle.append(slot)
 
     async def close(self) -> None:
-        for slot in self.idle:
-            await slot.shutdown()
+        # all at once: each stop may wait for a process to exit, and a run's end waits for the last
+        await asyncio.gather(*(slot.shutdown() for slot in self.idle))
         self.idle.clear()
 
 
@@ -110,8 +111,7 @@ class InProcessExecutor:
         return [bot.name for bot in retired]
 
     async def close(self) -> None:
-        """Stop every bot process this executor started."""
-        for pool in self._pools.values():
-            await pool.close()
+        """Stop every bot process this executor started (all of them at once)."""
+        await asyncio.gather(*(pool.close() for pool in self._pools.values()))
         self._pools.clear()
         self._sockets.cleanup()

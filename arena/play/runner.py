@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from ..rating.standings import Standings, standings_of
 from ..schedule.pairings import round_robin
 from ..store.store import BotSpec, GameTask, Scheduled, StorageError, Store, TournamentExistsError
 from .archives import ArchiveCache, bot_endpoint, store_config_archives
+from .cores import available_cores, oversubscription_warning  # noqa: F401  (arena.cli.live imports them from here)
 from .executor import GameExecutor, SeatBot
 from .live import LiveWriter
 from .rate import apply_ratings
@@ -36,25 +36,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
 RATING_INTERVAL_S = 0.5  # ratings are brought up to date at most this often while games finish
-
-
-def available_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
-    counted = getattr(os, "process_cpu_count", None)  # Python 3.13+
-    if counted is not None:
-        return counted() or 1
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
-
-
-def oversubscription_warning(concurrency: int, cores: int) -> str | None:
-    """The warning for more games at once than cores (bots then share CPUs and lose games on
-    time, so ratings measure CPU contention); None when they fit."""
-    if concurrency <= cores:
-        return None
-    return (f"concurrency {concurrency} is more than the {cores} CPU core(s) here: bots will share CPUs, "
-            f"answer more slowly and may lose games on time (a concurrency of {cores} avoids that)")
 
 
 def current_standings(store: Store, tid: int) -> Standings:

@@ -4,10 +4,24 @@ JSON report; duplicate pairs cancel the deal's luck exactly for a deterministic 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
+from arena.play.compare import CompareSpec, Comparison, endpoint_bot
+from arena.play.executor import InProcessExecutor, SeatBot
+from arena.rating.stats import SprtBounds
+from referee.bots.endpoint import BotEndpoint
+from referee.bots.launcher import BotProcess
+from referee.clock import TimeControl
+from referee.match.report import GameReport
+from referee.match.spec import GameSetup
+from referee.sandbox import default_launcher
 from tests.support import ROOT, fresh_temp_dir, run_arena
 
 PY = sys.executable
@@ -45,6 +59,77 @@ def test_lookahead_against_random_accepts_h1_and_exits_0(tmp_path: Path) -> None
     assert stats["pairs"] == report["pairs"] and stats["ci"][0] > 0 < report["mean_margin"]
     assert report["failures"] == []
     assert report["trueskill"]["candidate"]["mu"] > report["trueskill"]["baseline"]["mu"]
+
+
+class RecordingLauncher:
+    """The default launcher (the sandbox, as ``arena compare`` uses), keeping every process it starts."""
+
+    def __init__(self) -> None:
+        self.inner = default_launcher()
+        self.processes: list[BotProcess] = []
+
+    async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path) -> BotProcess:
+        process = await self.inner.launch(endpoint, address, log_path)
+        self.processes.append(process)
+        return process
+
+
+class CountingExecutor(InProcessExecutor):
+    """The real in-process executor, noting which games it was asked to play and which it finished."""
+
+    def __init__(self, logs: Path) -> None:
+        super().__init__(logs, RecordingLauncher())
+        self.started: list[int] = []
+        self.finished: list[int] = []
+
+    async def play(self, setup: GameSetup, seats: Sequence[SeatBot], observe: object = None) -> GameReport:
+        self.started.append(setup.game_number)
+        report = await super().play(setup, seats)
+        self.finished.append(setup.game_number)
+        return report
+
+
+def _sprt_run(logs: Path, concurrency: int) -> tuple[Comparison, CountingExecutor]:
+    spec = CompareSpec(endpoint_bot("candidate", GREEDY), endpoint_bot("baseline", RANDOM),
+                       bounds=SprtBounds(0.0, 2.0, 0.05, 0.05), max_units=200, seed=3, concurrency=concurrency,
+                       time_control=TimeControl(move_time_ms=int(ROOMY_MS)))
+    executor = CountingExecutor(logs)
+    comparison = Comparison(spec, executor)
+
+    async def run() -> None:
+        try:
+            await comparison.run()
+        finally:
+            await executor.close()
+    asyncio.run(run())
+    return comparison, executor
+
+
+@pytest.mark.timeout(240)
+def test_a_verdict_does_not_depend_on_concurrency_and_later_games_are_dropped(tmp_path: Path) -> None:
+    """Greedy (deterministic) against random (seeded by game): one game at a time and four at once
+    reach the same verdict after the same pairs with the same margins, because results are taken
+    in pair order. At four at once, games past the deciding pair were under way when it decided:
+    they count for nothing, and every bot process either run started has stopped at the end."""
+    one, serial = _sprt_run(tmp_path / "one", concurrency=1)
+    four, parallel = _sprt_run(tmp_path / "four", concurrency=4)
+    assert one.decision == four.decision == "H1"
+    assert len(one.pairs) == len(four.pairs) >= 10  # the test's minimum before any decision
+    assert [(p.index, p.margins, p.game_scores) for p in one.pairs] == [
+        (p.index, p.margins, p.game_scores) for p in four.pairs]
+    assert all(p.failures == () for p in four.pairs)
+    counted = 2 * len(four.pairs)
+    assert set(range(1, counted + 1)) <= set(parallel.finished)
+    assert max(parallel.started) > counted, "games past the deciding pair had started"
+    assert four.report()["games"] == counted
+    for executor in (serial, parallel):
+        processes = executor.launcher.processes  # type: ignore[attr-defined]
+        assert processes and all(process.exited for process in processes)
+        for process in processes:
+            with pytest.raises(ProcessLookupError):  # nothing of its process group is left either
+                os.killpg(process.process.pid, 0)  # type: ignore[union-attr]
+    # a process per seat of each game at once, reused from game to game (none restarted: no failures)
+    assert len(parallel.launcher.processes) <= 2 * 4  # type: ignore[attr-defined]
 
 
 def test_a_bot_against_itself_does_not_accept_h1(tmp_path: Path) -> None:
