@@ -221,8 +221,10 @@ def _process_ns(pid: int, fields: list[bytes]) -> int | None:
 
 
 def _stat_fields(stat: bytes) -> list[bytes]:
-    """The fields of a /proc/<pid>/stat after "(comm)": state (field 3) is at 0, so field n is at n - 3."""
-    return stat[stat.rfind(b")") + 2:].split()
+    """The fields of a /proc/<pid>/stat after "(comm)" up to num_threads (field 20): state (field 3)
+    is at 0, so field n is at n - 3 (the meter reads fields 16, 17 and 20; the last item holds the
+    rest of the line, unsplit)."""
+    return stat[stat.rfind(b")") + 2:].split(None, 18)
 
 
 def _pread(fd: int) -> bytes:
