@@ -25,7 +25,6 @@ from ..clock import GameClock, TimeControl
 from ..rules import GameState, Move, apply, legal_moves, new_game, parse_move
 from ..rules.errors import RulesError
 from ..rules.legal import explain_illegal
-from ..rules.observation import observation
 from ..wire.connection import StreamFailure, preview
 from ..wire.convert import move_from_pb, public_play_field, turn_request_bytes
 from .outcome import forfeit_result, normal_result
@@ -195,8 +194,8 @@ async def _play_game(
                 F.FAILURE_KIND_DISCONNECT, "the bot is gone")
         else:
             turn_id = next(turn_ids)
-            request = turn_request_bytes(game_id, turn_id, observation(state, seat, with_plays=False), moves,
-                                         control.move_time_ms, clock.bank_ms, public_plays)
+            request = turn_request_bytes(game_id, turn_id, state, seat, moves, control.move_time_ms, clock.bank_ms,
+                                         public_plays)
             answer, elapsed, cpu_us = await _ask(slot, request, turn_id, clock, control)
         if isinstance(answer, StreamFailure):
             answer = await _crash_or_disconnect(answer, slot)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from casino.v1 import bot_pb2, game_pb2
@@ -19,6 +19,7 @@ from ..rules import (
     parse_move,
 )
 from ..rules.cards import CODE
+from ..rules.state import GameState
 from ..rules.errors import InvalidCardError, InvalidMoveError, InvalidOptionError
 
 PROTOCOL_VERSION = "1.1"  # what the referee says it speaks (1.1: forced plays, Handshake.auto_forced)
@@ -169,11 +170,14 @@ def turn_to_pb(
 
 
 # --- Turn requests as wire bytes -------------------------------------------------------------
-# A Turn carries the deal's plays and every legal move; building them as Python protobuf objects
-# for every turn cost the referee about 40 us per play, most of it copying messages it already
-# had. Protobuf's wire format is a concatenation of fields (repeated fields may be split and
-# fields may come in any order), so the referee keeps each play and each legal move as encoded
-# bytes and joins them: the bytes parse to exactly the message `turn_to_pb` builds.
+# A Turn carries the seat's view, the deal's plays and every legal move; building them as Python
+# protobuf objects (an Observation from the state, then its message) for every turn cost the
+# referee more than the rest of its work per play. Protobuf's wire format is a concatenation of
+# fields (repeated fields may be split and fields may come in any order), so the referee writes
+# the Turn's bytes straight from the game state: each card's field is encoded once, each play of
+# the deal and each legal move is kept encoded, and the Turn is their concatenation. The bytes
+# parse to exactly the message `turn_to_pb` builds from `observation(state, seat)` (a test
+# checks every turn of many games). Field numbers come from the descriptors.
 
 
 def _varint(value: int) -> bytes:
@@ -188,24 +192,96 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+_SMALL = tuple(_varint(i) for i in range(1 << 10))  # the varints of the numbers a Turn mostly holds
+
+
+def _uvarint(value: int) -> bytes:
+    return _SMALL[value] if value < 1024 else _varint(value)
+
+
+def _svarint(value: int) -> bytes:
+    """An int32's varint: a negative one is its 64-bit two's complement, as protobuf has it."""
+    return _uvarint(value) if value >= 0 else _varint(value & 0xFFFF_FFFF_FFFF_FFFF)
+
+
+def _key(message: type, name: str, wire_type: int) -> bytes:
+    return _varint(message.DESCRIPTOR.fields_by_name[name].number << 3 | wire_type)  # type: ignore[attr-defined]
+
+
 def _field_key(message: type, name: str) -> bytes:
     """The key of a length-delimited field (wire type 2), looked up from the descriptor."""
-    return _varint(message.DESCRIPTOR.fields_by_name[name].number << 3 | 2)  # type: ignore[attr-defined]
+    return _key(message, name, 2)
 
 
 def _length_delimited(key: bytes, payload: bytes) -> bytes:
-    return key + _varint(len(payload)) + payload
+    return key + _uvarint(len(payload)) + payload
+
+
+def _packed(key: bytes, values: Sequence[int]) -> bytes:
+    """A packed repeated uint32 or int32 field; nothing for no values (as protobuf writes it)."""
+    if not values:
+        return b""
+    if min(values) >= 0 and max(values) < 0x80:  # one byte each (counts of cards: always)
+        return key + _SMALL[len(values)] + bytes(values)
+    payload = b"".join([_svarint(v) for v in values])
+    return key + _uvarint(len(payload)) + payload
+
+
+def _uint_fields(key: bytes) -> tuple[bytes, ...]:
+    """A uint32 field with each value below 1024, by value: nothing for 0 (proto3 leaves
+    defaults out)."""
+    return (b"", *(key + _SMALL[v] for v in range(1, len(_SMALL))))
+
+
+def _card_fields(key: bytes) -> tuple[bytes, ...]:
+    """Each card's entry of a repeated string field, by card."""
+    return tuple(_length_delimited(key, code.encode()) for code in CODE)
 
 
 _REQUEST_TURN = _field_key(bot_pb2.PlayRequest, "turn")
+_TURN_GAME_ID = _field_key(bot_pb2.Turn, "game_id")
+_TURN_TURN_ID = _key(bot_pb2.Turn, "turn_id", 0)
 _TURN_OBSERVATION = _field_key(bot_pb2.Turn, "observation")
 _TURN_LEGAL_MOVES = _field_key(bot_pb2.Turn, "legal_moves")
-_OBSERVATION_PLAYS = _field_key(game_pb2.Observation, "plays")
+_TURN_MOVE_TIME = _key(bot_pb2.Turn, "move_time_ms", 0)
+_TURN_BANK = _key(bot_pb2.Turn, "bank_ms", 0)
+_OBS = game_pb2.Observation
+_OBSERVATION_PLAYS = _field_key(_OBS, "plays")
+_OBS_DEAL, _OBS_LAST_CAPTURER = _key(_OBS, "deal", 0), _key(_OBS, "last_capturer", 0)
+_OBS_SEAT, _OBS_SIDE, _OBS_ROUND, _OBS_DEALER, _OBS_TO_MOVE, _OBS_STOCK = (  # each a table by value
+    _uint_fields(_key(_OBS, name, 0)) for name in ("seat", "side", "round", "dealer", "to_move", "stock_size"))
+_OBS_LAST_CAPTURED_BY = (_OBS_LAST_CAPTURER + _svarint(-1), *_uint_fields(_OBS_LAST_CAPTURER)[:4])  # None, 0..3
+_OBS_HAND_SIZES, _OBS_BUILDS, _OBS_PILE_SIZES, _OBS_SWEEPS, _OBS_SCORES = (
+    _field_key(_OBS, name) for name in ("hand_sizes", "builds", "pile_sizes", "sweeps", "scores"))
+_OBS_HAND, _OBS_LOOSE, _OBS_TABLE_DEALT = (_card_fields(_field_key(_OBS, name)) for name in ("hand", "loose", "table_dealt"))
+_OBS_CONTINUATION = _key(_OBS, "continuation", 0) + _uvarint(1)
+_RESTRICTED_KEY = _field_key(_OBS, "restricted")
+_OBS_RESTRICTED = {c: _length_delimited(_RESTRICTED_KEY, (c.value if c else "").encode()) for c in (None, *Condition)}
+_BUILD_ID, _BUILD_VALUE, _BUILD_OWNER = (_key(game_pb2.Build, name, 0) for name in ("id", "value", "owner"))
+_BUILD_CARDS = _card_fields(_field_key(game_pb2.Build, "cards"))
+_BUILD_MULTIPLE = _key(game_pb2.Build, "multiple", 0) + _uvarint(1)
 
 
 @lru_cache(maxsize=1 << 16)  # about 14 MiB when full; 88% of lookups hit in long runs
 def _legal_move_field(move: Move) -> bytes:
     return _length_delimited(_TURN_LEGAL_MOVES, move_to_pb(move).SerializeToString())
+
+
+@lru_cache(maxsize=1 << 12)  # a build lasts a few plays of its deal
+def _build_field(build: Build) -> bytes:
+    payload = b"".join([
+        _BUILD_ID + _uvarint(build.id) if build.id else b"",
+        _BUILD_VALUE + _uvarint(build.value) if build.value else b"",
+        *[_BUILD_CARDS[c] for c in build.cards],
+        _BUILD_OWNER + _uvarint(build.owner) if build.owner else b"",
+        _BUILD_MULTIPLE if build.multiple else b"",
+    ])
+    return _length_delimited(_OBS_BUILDS, payload)
+
+
+def _uint_field(key: bytes, value: int) -> bytes:
+    """A uint32 field; nothing for 0 (proto3 leaves defaults out)."""
+    return key + _uvarint(value) if value else b""
 
 
 def public_play_field(seat: int, notation: str, forced: bool = False) -> bytes:
@@ -215,18 +291,48 @@ def public_play_field(seat: int, notation: str, forced: bool = False) -> bytes:
                                                                      forced=forced).SerializeToString())
 
 
+def observation_bytes(state: GameState, seat: int) -> bytes:
+    """The encoded ``Observation`` of ``seat`` in ``state`` without its plays: parsed, equal to
+    ``observation_to_pb(observation(state, seat, with_plays=False))``, written straight from the
+    state (``seat`` must be at the table; seats, rounds and stock sizes are below 1024)."""
+    last = state.last_capturer
+    return b"".join([
+        _OBS_SEAT[seat],
+        _OBS_SIDE[state.options.side_of(seat)],
+        _uint_field(_OBS_DEAL, state.deal),
+        _OBS_ROUND[state.round],
+        _OBS_DEALER[state.dealer],
+        _OBS_TO_MOVE[state.to_move],
+        *[_OBS_HAND[c] for c in state.hands[seat]],
+        _packed(_OBS_HAND_SIZES, [len(h) for h in state.hands]),
+        *[_OBS_LOOSE[c] for c in state.loose],
+        *[_build_field(b) for b in state.builds],
+        _packed(_OBS_PILE_SIZES, [len(p) for p in state.piles]),
+        _packed(_OBS_SWEEPS, state.sweeps),
+        _OBS_LAST_CAPTURED_BY[0 if last is None else last + 1],
+        _OBS_STOCK[len(state.stock)],
+        *[_OBS_TABLE_DEALT[c] for c in state.table_dealt],
+        _packed(_OBS_SCORES, state.scores),
+        *[_OBS_RESTRICTED[c] for c in state.restricted],
+        _OBS_CONTINUATION if state.continuation else b"",
+    ])
+
+
 def turn_request_bytes(
-    game_id: str, turn_id: int, obs: Observation, moves: Iterable[Move], move_time_ms: int, bank_ms: int,
+    game_id: str, turn_id: int, state: GameState, seat: int, moves: Iterable[Move], move_time_ms: int, bank_ms: int,
     plays: bytes,
 ) -> bytes:
-    """A serialized ``PlayRequest(turn=...)``, equal once parsed to one built with `turn_to_pb`
-    whose observation has ``plays`` (the concatenated `public_play_field` entries of the deal)."""
-    observation = observation_to_pb(obs, ()).SerializeToString() + plays
-    turn = (
-        bot_pb2.Turn(game_id=game_id, turn_id=turn_id, move_time_ms=move_time_ms, bank_ms=bank_ms).SerializeToString()
-        + _length_delimited(_TURN_OBSERVATION, observation)
-        + b"".join([_legal_move_field(m) for m in moves])
-    )
+    """A serialized ``PlayRequest(turn=...)`` for ``seat`` in ``state``, equal once parsed to the
+    one `turn_to_pb` builds from ``observation(state, seat)``, ``moves`` and the times, whose
+    observation's plays are ``plays`` (the concatenated `public_play_field` entries of the deal)."""
+    turn = b"".join([
+        _length_delimited(_TURN_GAME_ID, game_id.encode()) if game_id else b"",
+        _uint_field(_TURN_TURN_ID, turn_id),
+        _length_delimited(_TURN_OBSERVATION, observation_bytes(state, seat) + plays),
+        *[_legal_move_field(m) for m in moves],
+        _uint_field(_TURN_MOVE_TIME, move_time_ms),
+        _uint_field(_TURN_BANK, bank_ms),
+    ])
     return _length_delimited(_REQUEST_TURN, turn)
 
 

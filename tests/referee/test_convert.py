@@ -1,12 +1,16 @@
 """``observation_from_pb`` inverts ``observation_to_pb``: every seat's observation of seeded random
-games comes back equal through the wire form, and bad wire values raise the engine's typed errors."""
+games comes back equal through the wire form, and bad wire values raise the engine's typed errors.
+The referee's Observation bytes, written straight from the state, parse to that same message."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from casino.v1 import game_pb2
-from referee.wire.convert import observation_from_pb, observation_to_pb
+from referee.rules.options import Condition
+from referee.wire.convert import observation_bytes, observation_from_pb, observation_to_pb
 from referee.rules import (
     InvalidCardError,
     InvalidMoveError,
@@ -28,6 +32,35 @@ def test_an_observation_survives_the_wire(name: str) -> None:
             assert observation_from_pb(observation_to_pb(obs), options) == obs
             seen += 1
     assert seen > 100
+
+
+OPTIONS = {**CONFIGS, "2p-most-spades": RuleOptions(players=2, on_twenty=Condition.MOST_SPADES)}
+
+
+@pytest.mark.parametrize("name", list(OPTIONS))
+def test_the_observation_bytes_written_from_the_state_parse_to_the_engines_observation(name: str) -> None:
+    """Every seat of every state of seeded random games (and of each state with its continuation
+    flag flipped: continuations are rare), until each kind of value the encoder writes has been
+    seen: a restricted side, no last capturer and seat 0 as it, single, multiple and
+    seat-0-owned builds."""
+    options = OPTIONS[name]
+    seen: set[str] = set()
+    wanted = {"restricted", "no capturer", "capturer 0", "multiple", "single", "owner 0", "owner 1"}
+    for seed in range(40):
+        for state, _ in game_states(options, seed=seed):
+            for variant in (state, dataclasses.replace(state, continuation=not state.continuation)):
+                for seat in range(options.players):
+                    expected = observation_to_pb(observation(variant, seat, with_plays=False))
+                    assert game_pb2.Observation.FromString(observation_bytes(variant, seat)) == expected, (seed, seat)
+            seen.update(
+                {"restricted"} if any(state.restricted) else set(),
+                {"no capturer" if state.last_capturer is None else f"capturer {state.last_capturer}"},
+                {"multiple" if b.multiple else "single" for b in state.builds},
+                {f"owner {b.owner}" for b in state.builds},
+            )
+        if wanted <= seen:
+            break
+    assert wanted <= seen, wanted - seen
 
 
 def test_bad_wire_values_raise_typed_errors() -> None:

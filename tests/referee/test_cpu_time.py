@@ -90,6 +90,46 @@ def test_the_proc_meter_counts_threads_live_children_and_reaped_children() -> No
     assert meter.cpu_ns() is None  # gone: nothing to read
 
 
+PARENT = r"""
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(child.pid, flush=True)
+sys.stdin.readline()  # the test has read the meter with the child alive
+child.kill()
+child.wait()
+print(flush=True)
+time.sleep(60)
+"""
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_the_proc_meter_keeps_its_files_open_for_the_tree_it_saw_and_closes_those_of_a_gone_child() -> None:
+    """The meter keeps each process's /proc files open between readings (cheaper readings): a
+    child's files while it lives, closed once it is gone; every file closed by ``close``."""
+    proc = subprocess.Popen([sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        proc.stdout.readline()  # its child is running
+        before = _open_fds()
+        meter = ProcTreeMeter(proc.pid)
+        assert meter.cpu_ns() is not None
+        kept = _open_fds() - before
+        assert kept >= 4, kept  # parent and child: a stat and at least one children file each
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        proc.stdout.readline()  # the child was killed and reaped
+        assert meter.cpu_ns() is not None
+        assert _open_fds() - before < kept  # the child's files are closed
+        meter.close()
+        assert _open_fds() == before and meter.cpu_ns() is None
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def test_a_busy_loop_is_recorded_as_cpu_time_and_a_sleep_is_not(tmp_path: Path) -> None:
     """No CPU limit: a bot that burns 300 ms of CPU on its first two turns against one that sleeps
     1 s on its first two. The record (and each play event) has each move's CPU time: at least

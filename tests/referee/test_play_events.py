@@ -52,7 +52,7 @@ def test_turn_bytes_built_from_kept_plays_equal_the_engine_turn() -> None:
         while not state.is_over:
             seat, moves, turn_id = state.to_move, legal_moves(state), turn_id + 1
             sent = bot_pb2.PlayRequest.FromString(
-                turn_request_bytes("g", turn_id, observation(state, seat, with_plays=False), moves, 1000, 250, kept))
+                turn_request_bytes("g", turn_id, state, seat, moves, 1000, 250, kept))
             expected = bot_pb2.PlayRequest(turn=turn_to_pb("g", turn_id, observation(state, seat), moves, 1000, 250))
             assert sent == expected
             move = rng.choice(moves)
