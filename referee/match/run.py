@@ -15,7 +15,7 @@ import itertools
 import json
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,4 +78,20 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MO
             emit(referee_pb2.RunMatchResponse(match_result=match.tally()))
             return match
         finally:
-            await asyncio.gather(*(slot.shutdown() for slot in slots), return_exceptions=True)
+            # the bots are stopped even when this task is cancelled again meanwhile (a server's
+            # stop after its client left): a bounded wait, after which the cancellation goes on
+            await _to_the_end(asyncio.gather(*(slot.shutdown() for slot in slots), return_exceptions=True))
+
+
+async def _to_the_end(awaitable: Awaitable[Any]) -> None:
+    """Await ``awaitable`` to its end even if this task is cancelled meanwhile; a cancellation
+    that came is raised once it is done."""
+    task = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError

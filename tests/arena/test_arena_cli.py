@@ -397,7 +397,11 @@ def test_show_prints_the_game_move_by_move_with_timings(
     deals = record["engine"]["deals"]
     assert len([line for line in lines if line.startswith("== deal ")]) == len(deals)
     shown = [m.groups() for m in map(MOVE_LINE.match, lines) if m]
-    assert [move for _, _, _, move in shown] == [move for deal in deals for move in deal["moves"]]
+    forced_mark = "  [forced: the only legal move]"
+    assert [move.removesuffix(forced_mark) for _, _, _, move in shown] == [move for deal in deals
+                                                                         for move in deal["moves"]]
+    # the referee's own plays are marked, exactly those the record lists
+    assert [i for i, (_, _, _, move) in enumerate(shown) if move.endswith(forced_mark)] == record.get("forced", [])
     # who made each play: the seat the referee timed for it, and the bot in that seat
     assert [int(seat) for _, seat, _, _ in shown] == [seat for seat, _ in record["timings_us"]]
     assert all(name == seats[int(seat)] for _, seat, name, _ in shown)
@@ -408,7 +412,8 @@ def test_show_prints_the_game_move_by_move_with_timings(
         assert record["result"]["winnerSide"] == int(winner.group(1))
     seat_lines = [m.groups() for m in map(SEAT_LINE.match, lines) if m]
     assert [(s, name) for s, name, _ in seat_lines] == [("0", seats[0]), ("1", seats[1])]
-    assert sum(int(n) for _, _, n in seat_lines) == len(shown)
+    # the seats' move counts are of the moves they were asked for: forced plays are the referee's
+    assert sum(int(n) for _, _, n in seat_lines) == len(shown) - len(record.get("forced", []))
 
 
 def test_show_full_gives_every_hand_and_the_table_before_each_play(

@@ -198,4 +198,6 @@ def test_every_queue_name_fits_a_postgresql_channel_name() -> None:
         name = queue_name(compat)
         assert name.startswith(QUEUE_PREFIX) and len(CHANNEL_PREFIX + name) <= MAX_CHANNEL_BYTES, name
     assert queue_name("0.1.0-schema0003-protocol1") == QUEUE_PREFIX + "0.1.0-schema0003-protocol1"
-    assert queue_name().endswith("-protocol1") and queue_name() == queue_name(compatibility())
+    from referee.wire.convert import PROTOCOL_VERSION
+
+    assert queue_name().endswith(f"-protocol{PROTOCOL_VERSION}") and queue_name() == queue_name(compatibility())

@@ -220,6 +220,7 @@ def test_replay_shows_who_played_each_move_and_every_failure(tmp_path: Path) -> 
     place and reason, and who won the forfeit."""
     done = run_referee("match", "--bot", python_bot_command("illegal", after=1), "--bot", builtin_bot_command(1),
                        "--policy", "random_move", "--max-strikes", "2", "--no-rotate",
+                       "--ask-forced",  # every move asked: the bot's failures fall on plays 1, 3 and 5
                        "--records", str(tmp_path / "records"), "--logs", str(tmp_path / "logs"))
     assert done.returncode == 0, done.stderr
     (path,) = (tmp_path / "records").iterdir()

@@ -69,9 +69,11 @@ def test_the_leaderboard_shows_the_stored_standings(web: TestClient, truth: dict
     assert f'href="/t/{TOURNAMENT}"' in web.get("/").text  # the front page links to it
 
 
+# not sigma: in this tournament (every bot plays the same number of games) every σ comes out
+# equal, so an order by it could not be told from any other here
 @pytest.mark.parametrize("sort, key, reverse", [
     ("mu", "mu", True), ("-mu", "mu", False), ("bot", "name", False), ("-bot", "name", True),
-    ("sigma", "sigma", False), ("points_per_game", "points_per_game", True),
+    ("points_per_game", "points_per_game", True),
 ])
 def test_the_leaderboard_sorts_by_a_column(web: TestClient, sort: str, key: str, reverse: bool) -> None:
     rows = web.get(f"/t/{TOURNAMENT}.json", params={"sort": sort}).json()["standings"]
