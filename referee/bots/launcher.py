@@ -155,8 +155,15 @@ class BotProcess:
         """Lines for the end of the log once the bot has stopped (what was limited)."""
         return self.limits_reached()
 
+    def kill_now(self) -> None:
+        """SIGKILL everything of the bot at once, without waiting: what ``stop`` does when it is
+        itself cancelled or fails on the way, so that no bot outlives an interrupted stop."""
+        if self.process is not None:
+            _signal_group(self.process.pid, signal.SIGKILL)
+
     async def stop(self) -> None:
-        """Stop the whole process group: SIGTERM, then SIGKILL if it lingers."""
+        """Stop the whole process group: SIGTERM, then SIGKILL if it lingers. Cancelled (or
+        failing) on the way, it kills the bot at once (``kill_now``) before it gives up."""
         proc = self.process
         if proc is None:
             return
@@ -172,6 +179,9 @@ class BotProcess:
             if proc.returncode is None:
                 await proc.wait()
             await self.cleanup()
+        except BaseException:
+            self.kill_now()
+            raise
         finally:
             _LIVE_GROUPS.discard(pgid)
             if self._meter is not None:

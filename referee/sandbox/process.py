@@ -146,6 +146,15 @@ class SandboxedProcess(BotProcess):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
 
+    def kill_now(self) -> None:
+        """Also every process of its cgroup, else (root, no cgroup) of its uid: one round of
+        SIGKILL, without waiting (``cleanup``'s rounds may not come)."""
+        super().kill_now()
+        pids = self.cgroup.pids() if self.cgroup is not None else _uid_pids(self.uid.uid) if self.uid else set()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
     def returncode_signal(self, code: int) -> int | None:
         if code < 0:
             return -code
@@ -275,15 +284,21 @@ def _check_passable_by_others(paths: list[str]) -> None:
             folder = os.path.dirname(folder)
 
 
+def _uid_pids(uid: int) -> set[int]:
+    """The processes running as ``uid``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    found.add(int(entry.name))
+    return found
+
+
 async def _kill_uid(uid: int, rounds: int = 100) -> None:
     """SIGKILL every process of ``uid`` until there are none (a bot's own uid: nothing else runs as it)."""
     for _ in range(rounds):
-        found = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError):
-                    if entry.stat().st_uid == uid:
-                        found.append(int(entry.name))
+        found = _uid_pids(uid)
         if not found:
             return
         for pid in found:

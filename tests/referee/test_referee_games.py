@@ -367,6 +367,36 @@ def test_cancelled_run_match_stops_its_bots(tmp_path: Path) -> None:
     assert left == [], f"bot processes left running after the cancelled match: {left}"
 
 
+def test_a_match_cancelled_again_while_it_stops_its_bots_still_stops_them(tmp_path: Path) -> None:
+    # A server that stops after its client left cancels the match's task a second time, while the
+    # match is stopping its bots: the hanging bot's stream takes up to a second to close, and a
+    # second cancellation there used to leave the bot process running. Here the task is cancelled
+    # every 50 ms until it ends, so some cancellations land in that second whatever the machine's speed.
+    spec = MatchSpec(bots=[BotEndpoint.parse(b, cwd=str(ROOT)) for b in
+                           (python_bot_command("hang", after=1), builtin_bot_command(1))],
+                     options=RuleOptions(players=2), logs_dir=tmp_path,
+                     time_control=TimeControl(move_time_ms=20_000, grace_ms=50, startup_time_ms=10_000))
+
+    async def body() -> tuple[int, int, bool]:
+        started = asyncio.Event()
+        task = asyncio.create_task(run_match(spec, emit=lambda e: e.HasField("game_started") and started.set()))
+        await asyncio.wait_for(started.wait(), 60)
+        await asyncio.sleep(0.2)  # the hanging bot has its turn
+        running = len(bot_processes())
+        cancels = 0
+        while not task.done():
+            task.cancel()
+            cancels += 1
+            await asyncio.wait([task], timeout=0.05)
+        return running, cancels, task.cancelled()
+
+    running, cancels, cancelled = asyncio.run(body())
+    assert running == 2, "both bots were running when the match was cancelled"
+    assert cancelled, "the match ends cancelled"
+    assert cancels >= 2, "the match was cancelled again while it stopped its bots"
+    assert_no_bot_processes()
+
+
 def test_a_client_that_cancels_while_replies_wait_stops_the_match_quietly(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     # A real `referee serve`. The client reads one reply and then nothing (a 1 KiB receive window),
