@@ -2,9 +2,10 @@
 
 The referee reads a bot's meter just before it sends a Turn and just after the answer arrives;
 the difference is the move's CPU time (docs/protocol.md, "Time limits"). ``ProcTreeMeter``
-reads it from the kernel for the bot's whole process tree; a sandbox backend that puts each bot
-in a cgroup of its own implements the same protocol from the cgroup's ``cpu.stat`` (v2) or
-``cpuacct.usage`` (v1), which also counts what this one cannot see (below).
+reads it from the kernel for the bot's whole process tree; the sandbox, which puts each bot
+in a cgroup of its own, reads its cgroup's ``cpu.stat`` (v2) or
+``cpuacct.usage`` (v1) instead (``CgroupCpuMeter``, referee/sandbox/cgroups.py), which also
+counts what this one cannot see (below).
 
 What ``ProcTreeMeter`` counts, walking from the bot's process down through
 ``/proc/<pid>/task/<tid>/children``, for every live process of the tree:
@@ -44,6 +45,10 @@ class CpuMeter(Protocol):
 
     def cpu_ns(self) -> int | None:
         """Nanoseconds of CPU used since the bot started; None when it cannot be read (gone)."""
+        ...
+
+    def close(self) -> None:
+        """Give back what the meter holds open; later readings give None."""
         ...
 
 

@@ -55,7 +55,7 @@ class BotProcess:
         self.log_path = log_path
         self.log_cap = log_cap
         self.process: asyncio.subprocess.Process | None = None
-        self._meter: ProcTreeMeter | None = None
+        self._meter: CpuMeter | None = None
         self.log: CappedLog | None = None
 
     def command(self) -> tuple[list[str], dict[str, str], str | None]:
@@ -100,11 +100,16 @@ class BotProcess:
         # until a first bot starts the gauge reads 0 all the same
         BOTS_RUNNING.set_function(_live_groups)
         self.log = CappedLog(read_end, self.log_path, self.log_cap)
-        self._meter = ProcTreeMeter(self.process.pid)
+        self._meter = self.make_meter()
+
+    def make_meter(self) -> CpuMeter:
+        """What its moves' CPU time is read from: its process tree through /proc (a sandboxed
+        bot with a cgroup of its own reads the cgroup's count instead)."""
+        assert self.process is not None
+        return ProcTreeMeter(self.process.pid)
 
     def cpu_meter(self) -> CpuMeter | None:
-        """What the referee reads the bot's CPU time from (its process tree through /proc; a
-        sandbox backend with a cgroup per bot gives its own); None when it is not running."""
+        """What the referee reads the bot's CPU time from (``make_meter``); None when it is not running."""
         if self.process is None or self.process.returncode is not None:
             return None
         return self._meter
@@ -155,6 +160,11 @@ class BotProcess:
         """Lines for the end of the log once the bot has stopped (what was limited)."""
         return self.limits_reached()
 
+    def _close_meter(self) -> None:
+        if self._meter is not None:
+            self._meter.close()
+            self._meter = None
+
     def kill_now(self) -> None:
         """SIGKILL everything of the bot at once, without waiting: what ``stop`` does when it is
         itself cancelled or fails on the way, so that no bot outlives an interrupted stop."""
@@ -178,15 +188,14 @@ class BotProcess:
             _signal_group(pgid, signal.SIGKILL)  # children that outlived the leader, too
             if proc.returncode is None:
                 await proc.wait()
+            self._close_meter()  # before the cleanup, which may remove the cgroup it reads
             await self.cleanup()
         except BaseException:
             self.kill_now()
             raise
         finally:
             _LIVE_GROUPS.discard(pgid)
-            if self._meter is not None:
-                self._meter.close()
-                self._meter = None
+            self._close_meter()
             if self.address.startswith("unix:"):
                 Path(self.address[len("unix:"):]).unlink(missing_ok=True)
             if self.log is not None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..bots.endpoint import BotEndpoint
+from ..bots.cpu import CpuMeter
 from ..bots.launcher import ADDRESS_ENV, BotProcess
 from ..metrics import SANDBOX_KILLS
 from .bwrap import SOCKET_MOUNT, BwrapPlan, bwrap_argv, prlimit_argv, setpriv_argv
@@ -190,6 +191,13 @@ class SandboxedProcess(BotProcess):
                 lines.append(f"process limit ({self.settings.processes}) reached: "
                              f"{stats.forks_refused} new process(es) or thread(s) refused")
         return lines + super().limits_reached()
+
+    def make_meter(self) -> CpuMeter:
+        """Its cgroup's own CPU count when it has one (one file read in place: a fraction of a
+        /proc tree walk, and it counts every process of the bot, daemons included), else the
+        process tree's."""
+        meter = self.cgroup.cpu_meter() if self.cgroup is not None else None
+        return meter if meter is not None else super().make_meter()
 
     def cpu_seconds(self) -> float | None:
         """CPU time of everything the bot ran so far (its cgroup's count; None without one)."""

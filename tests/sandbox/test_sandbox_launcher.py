@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from referee.bots.cpu import ProcTreeMeter
 from referee.bots.endpoint import BotEndpoint
 from referee.bots.launcher import BotProcess, LocalLauncher
 from referee.errors import UsageError
@@ -24,6 +25,7 @@ from referee.match.run import run_match
 from referee.match.spec import MatchSpec
 from referee.rules import RuleOptions
 from referee.sandbox import SandboxLauncher, SandboxSettings, SandboxUnavailableError, make_launcher
+from referee.sandbox.cgroups import CgroupCpuMeter
 from referee.sandbox.machine import Machine, probe
 from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command
 
@@ -272,31 +274,35 @@ time.sleep(60)
 
 @needs_bwrap
 def test_a_double_forked_process_is_counted_in_the_bots_cpu_time(socket_root: Path) -> None:
-    """In bubblewrap the meter's process tree starts outside the bot's PID namespace, so a process
-    the bot double-forks (re-parented to the namespace's init) still counts: the meter agrees with
-    the bot's cgroup, which holds every process of the bot."""
+    """A process the bot double-forks (re-parented to the namespace's init) still counts: the
+    bot's meter is its cgroup's count, which holds every process of the bot; and the /proc tree
+    meter, which starts outside the bot's PID namespace, agrees with it. Once the bot is stopped
+    the meter reads None (its file is closed)."""
     launcher = make_launcher(SandboxSettings(mode="bwrap"))
 
-    async def readings() -> tuple[float, float]:
+    async def readings() -> tuple[object, float, float, int | None]:
         proc = await start(launcher, f"{shlex.quote(sys.executable)} -c {shlex.quote(DAEMON_BURNER)}", socket_root)
         try:
             meter = proc.cpu_meter()
             assert meter is not None
             if proc.cpu_seconds() is None:  # type: ignore[attr-defined]
                 pytest.skip("no cgroup CPU count here to compare with")
+            tree = ProcTreeMeter(proc.process.pid)  # type: ignore[union-attr]
             for _ in range(600):  # bounded: 30 s for the burner to use 0.3 s of CPU
-                if proc.cpu_seconds() >= 0.3:  # type: ignore[attr-defined, operator]
+                if (meter.cpu_ns() or 0) >= 0.3e9:
                     break
                 await asyncio.sleep(0.05)
-            in_cgroup = proc.cpu_seconds()  # type: ignore[attr-defined]
-            in_tree = meter.cpu_ns()
-            assert in_cgroup is not None and in_tree is not None
-            return in_cgroup, in_tree / 1e9
+            in_tree, in_meter = tree.cpu_ns(), meter.cpu_ns()
+            tree.close()
+            assert in_tree is not None and in_meter is not None
+            return type(meter), in_meter / 1e9, in_tree / 1e9, meter
         finally:
             await proc.stop()
 
-    in_cgroup, in_tree = asyncio.run(readings())
-    assert in_cgroup >= 0.3 and in_tree >= 0.8 * in_cgroup, (in_cgroup, in_tree)
+    kind, in_meter, in_tree, meter = asyncio.run(readings())
+    assert kind is CgroupCpuMeter, "a bot with a cgroup is metered by its cgroup's count"
+    assert in_meter >= 0.3 and in_tree >= 0.8 * in_meter, (in_meter, in_tree)
+    assert meter.cpu_ns() is None, "a stopped bot's meter is closed"  # type: ignore[attr-defined]
     assert_no_bot_processes()
 
 
