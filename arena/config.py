@@ -32,6 +32,7 @@ from referee.match.spec import FailurePolicy, GameSettings
 from referee.rules import Condition, InvalidOptionError, RuleOptions
 from referee.sandbox import SandboxSettings, SandboxSettingsError
 
+from .play.cores import available_cores
 from .bot_archive import ArchiveError, archive_folder, check_archive, command_problem, read_archive_file
 from .errors import ArenaError, one_line, quoted, shown
 
@@ -190,7 +191,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
     games_per_pairing = top.integer("games_per_pairing", players if duplicate else 2, minimum=1)
     if duplicate and games_per_pairing % players and top.all_good("players", "duplicate", "games_per_pairing"):
         top.fail("games_per_pairing", _duplicate_hint(games_per_pairing, players))
-    concurrency = top.integer("concurrency", os.cpu_count() or 1, minimum=1)
+    concurrency = top.integer("concurrency", available_cores(), minimum=1)  # the cores this process may use
     seed = top.integer("seed", 1, minimum=0, maximum=SEED_MAX)
     database = _database(top, path)
     auto_forced = top.boolean("auto_forced", True)

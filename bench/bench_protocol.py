@@ -7,6 +7,11 @@ Usage: python bench/bench_protocol.py [--round-trips N] [--games N] [--concurren
 2. Referee per move: a match of random Python bots (the same built-in bot) through run_match:
    wall time per play, and the referee's share = that minus the median bare round trip.
 3. Games/s: the same bots, ``--concurrency`` matches at once in one referee process.
+
+The referee plays a seat's only legal move itself (``auto_forced``, about a quarter of all
+plays): per play counts those too, per turn only the plays a bot was asked for.
+``--ask-forced`` asks the bots for every play, as before forced plays existed: then every play
+is a round trip and per play compares with the bare round trip like for like.
 """
 
 from __future__ import annotations
@@ -74,12 +79,13 @@ async def bare_round_trips(n: int) -> list[float]:
             await proc.stop()
 
 
-async def matches(games: int, concurrency: int) -> tuple[float, int, int, float]:
-    """Run ``concurrency`` matches of ``games`` games each at once; (seconds, games, plays,
-    referee CPU seconds), all counted from the moment the last match has its bots ready."""
+async def matches(games: int, concurrency: int, ask_forced: bool = False) -> tuple[float, int, int, int, float]:
+    """Run ``concurrency`` matches of ``games`` games each at once; (seconds, games, plays, turns
+    asked, referee CPU seconds), all counted from the moment the last match has its bots ready."""
     specs = [
         MatchSpec(bots=[BotEndpoint.parse(BOT), BotEndpoint.parse(BOT)],
-                  options=RuleOptions(players=2), games=games, seed=100 * k + 1, time_control=TimeControl(move_time_ms=2000))
+                  options=RuleOptions(players=2), games=games, seed=100 * k + 1, time_control=TimeControl(move_time_ms=2000),
+                  auto_forced=not ask_forced)
         for k in range(concurrency)
     ]
     # the clock starts when the last match has its bots ready: games/s measures play, not start-up
@@ -95,7 +101,8 @@ async def matches(games: int, concurrency: int) -> tuple[float, int, int, float]
     elapsed = time.perf_counter() - max(ready)
     cpu = time.process_time() - max(cpu_at_ready)
     plays = sum(len(g.record["timings_us"]) for r in reports for g in r.games)
-    return elapsed, sum(len(r.games) for r in reports), plays, cpu
+    turns = plays - sum(len(g.record.get("forced", ())) for r in reports for g in r.games)
+    return elapsed, sum(len(r.games) for r in reports), plays, turns, cpu
 
 
 def main() -> int:
@@ -105,6 +112,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--bot", choices=sorted(BOTS), default="builtin", help="which random Python bot plays (default builtin)")
+    parser.add_argument("--ask-forced", action="store_true", help="ask the bots for forced plays too (every play a round trip)")
     args = parser.parse_args()
     global BOT
     BOT = BOTS[args.bot]
@@ -115,15 +123,18 @@ def main() -> int:
         rtts.append(statistics.median(t))
     bare_ms = statistics.median(rtts) * 1000
     print(f"bare round trip: median {bare_ms:.3f} ms (runs: {', '.join(f'{r * 1000:.3f}' for r in rtts)})")
-    per_move, rates, cpu_ms = [], [], []
+    per_move, per_turn, rates, cpu_ms = [], [], [], []
     for _ in range(args.runs):
-        elapsed, games, plays, cpu = asyncio.run(matches(args.games, args.concurrency))
+        elapsed, games, plays, turns, cpu = asyncio.run(matches(args.games, args.concurrency, args.ask_forced))
         per_move.append(elapsed / plays * 1000)
+        per_turn.append(elapsed / turns * 1000)
         rates.append(games / elapsed)
         cpu_ms.append(cpu / plays * 1000)
-    move_ms = statistics.median(per_move)
-    over = f", {move_ms - bare_ms:.3f} ms over the bare round trip" if args.concurrency == 1 else ""
-    print(f"referee, {args.concurrency} match(es) of {args.games} games at once: {move_ms:.3f} ms per play (wall){over}; "
+    move_ms, turn_ms = statistics.median(per_move), statistics.median(per_turn)
+    over = (f", {move_ms - bare_ms:.3f} ms over the bare round trip ({move_ms / bare_ms:.2f}x); "
+            f"{turn_ms:.3f} ms per turn asked ({turn_ms / bare_ms:.2f}x)") if args.concurrency == 1 else ""
+    print(f"referee, {args.concurrency} match(es) of {args.games} games at once"
+          f"{', every play asked' if args.ask_forced else ''}: {move_ms:.3f} ms per play (wall){over}; "
           f"referee CPU {statistics.median(cpu_ms):.3f} ms per play; {statistics.median(rates):.1f} games/s "
           f"(runs: {', '.join(f'{r:.1f}' for r in rates)})")
     return 0

@@ -148,9 +148,20 @@ def test_defaults(tmp_path: Path) -> None:
     assert config.rules == RuleOptions(players=2, partnerships=True, on_twenty=Condition.LITTLE_CASINO, max_deals=30)
     assert config.time_control == TimeControl()
     assert (config.policy, config.max_strikes, config.seed) == (FailurePolicy.FORFEIT, 3, 1)
-    assert config.concurrency == (os.cpu_count() or 1)
+    assert config.concurrency == len(os.sched_getaffinity(0))
     assert config.ladder is None
     assert config.bots[0] == BotConfig("a", shlex.join([sys.executable, "bot.py"]), None, {})
+
+
+def test_the_default_concurrency_is_the_cores_this_process_may_use(tmp_path: Path) -> None:
+    # a process pinned to one core (taskset, a container's cpuset) plays one game at once by
+    # default, however many cores the machine has
+    mask = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(mask)})
+    try:
+        assert parse(cup(), tmp_path).concurrency == 1
+    finally:
+        os.sched_setaffinity(0, mask)
 
 
 def test_default_games_are_one_duplicate_set_or_two(tmp_path: Path) -> None:
