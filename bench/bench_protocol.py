@@ -1,9 +1,12 @@
 """Protocol benchmark: bare round trip to a trivial bot, referee time per move, games/s.
 
 Usage: python bench/bench_protocol.py [--round-trips N] [--games N] [--concurrency K] [--runs R]
+       [--ask-forced] [--game-turns GAMES] [--bot builtin|sdk-random]
 
 1. Bare round trip: one stream to ``python -m referee.bots.builtin`` over a unix socket; the
    client sends a Turn with one legal move and waits for the answer, N times.
+   ``--game-turns G`` also sends every Turn of G seeded random games, as the referee serializes
+   them, with no referee work between: the round trip of real Turns (bigger, several legal moves).
 2. Referee per move: a match of random Python bots (the same built-in bot) through run_match:
    wall time per play, and the referee's share = that minus the median bare round trip.
 3. Games/s: the same bots, ``--concurrency`` matches at once in one referee process.
@@ -38,6 +41,7 @@ from referee.match.run import run_match  # noqa: E402
 from referee.match.spec import MatchSpec
 from referee.rules import RuleOptions  # noqa: E402
 from referee.wire.connection import CHANNEL_OPTIONS
+from referee.wire.convert import serialize_request
 
 BOTS = {
     "builtin": f"{sys.executable} -m referee.bots.builtin",
@@ -65,7 +69,45 @@ async def stream_round_trips(channel: grpc.aio.Channel, n: int) -> list[float]:
     return times
 
 
-async def bare_round_trips(n: int) -> list[float]:
+def game_turns(games: int, seed: int = 1) -> list[bytes]:
+    """Every Turn of ``games`` seeded random 2-player games, serialized as the referee writes them
+    (every play asked): what a bot reads in a real match, with none of the referee's work."""
+    import random
+
+    from referee.rules import apply, legal_moves, new_game
+    from referee.wire.convert import public_play_field, turn_request_bytes
+
+    rng, turns = random.Random(seed), []
+    for g in range(games):
+        state, plays = new_game(RuleOptions(players=2), seed=seed * 1000 + g), b""
+        while not state.is_over:
+            moves = legal_moves(state)
+            turns.append(turn_request_bytes(f"g{g}", len(turns) + 1, state, state.to_move, moves, 2000, 0, plays))
+            move, deal = rng.choice(moves), state.deal
+            seat, state = state.to_move, apply(state, move)
+            plays = b"" if state.deal != deal else plays + public_play_field(seat, str(move), False)
+    return turns
+
+
+async def stream_game_turns(channel: grpc.aio.Channel, turns: list[bytes]) -> list[float]:
+    """Seconds of each round trip of ``turns`` (ready bytes) on one open Play stream."""
+    play = channel.stream_stream(f"/{bot_pb2.DESCRIPTOR.services_by_name['BotService'].full_name}/Play",
+                                 request_serializer=serialize_request, response_deserializer=bot_pb2.PlayResponse.FromString)
+    call = play()
+    await call.write(bot_pb2.PlayRequest(handshake=bot_pb2.Handshake(protocol_version="1")))
+    await call.read()
+    times = []
+    for turn in turns:
+        start = time.perf_counter()
+        await call.write(turn)
+        await call.read()
+        times.append(time.perf_counter() - start)
+    await call.done_writing()
+    return times
+
+
+async def bare_round_trips(n: int, turns: list[bytes] | None = None) -> list[float]:
+    """``n`` one-move round trips to a started bot, or (``turns``) one round trip per Turn given."""
     with tempfile.TemporaryDirectory() as tmp:
         address = f"unix:{tmp}/bot.sock"
         proc = BotProcess(BotEndpoint.parse(BOT), address, Path(tmp) / "bot.log")
@@ -74,7 +116,7 @@ async def bare_round_trips(n: int) -> list[float]:
             async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
                 if await wait_healthy(channel, asyncio.get_running_loop().time() + 20, proc):
                     raise SystemExit("bot did not start")
-                return await stream_round_trips(channel, n)
+                return await (stream_game_turns(channel, turns) if turns else stream_round_trips(channel, n))
         finally:
             await proc.stop()
 
@@ -112,6 +154,8 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--bot", choices=sorted(BOTS), default="builtin", help="which random Python bot plays (default builtin)")
+    parser.add_argument("--game-turns", type=int, default=0, metavar="GAMES",
+                        help="also time the round trips of every Turn of GAMES random games, sent as ready bytes")
     parser.add_argument("--ask-forced", action="store_true", help="ask the bots for forced plays too (every play a round trip)")
     args = parser.parse_args()
     global BOT
@@ -123,6 +167,14 @@ def main() -> int:
         rtts.append(statistics.median(t))
     bare_ms = statistics.median(rtts) * 1000
     print(f"bare round trip: median {bare_ms:.3f} ms (runs: {', '.join(f'{r * 1000:.3f}' for r in rtts)})")
+    if args.game_turns:
+        turns, real = game_turns(args.game_turns), []
+        for _ in range(args.runs):
+            t = sorted(asyncio.run(bare_round_trips(0, turns)))[len(turns) // 10:]
+            real.append(statistics.median(t))
+        real_ms = statistics.median(real) * 1000
+        print(f"bare round trip of {len(turns)} real Turns ({args.game_turns} games): median {real_ms:.3f} ms "
+              f"({real_ms / bare_ms:.2f}x the one-move turn; runs: {', '.join(f'{r * 1000:.3f}' for r in real)})")
     per_move, per_turn, rates, cpu_ms = [], [], [], []
     for _ in range(args.runs):
         elapsed, games, plays, turns, cpu = asyncio.run(matches(args.games, args.concurrency, args.ask_forced))

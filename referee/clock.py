@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from casino.v1 import game_pb2
+if TYPE_CHECKING:  # imported where used: `referee --help` and the arena's commands need no protobuf
+    from casino.v1 import game_pb2
 
 # Every time value of a TimeControl is at most an hour: more is a typo or an attack (a referee
 # that waits days for a bot), and it keeps each within the protocol's uint32 (docs/protocol.md).
@@ -65,6 +66,8 @@ class TimeControl:
         return data
 
     def to_pb(self) -> game_pb2.TimeControl:
+        from casino.v1 import game_pb2
+
         return game_pb2.TimeControl(
             move_time_ms=self.move_time_ms,
             grace_ms=self.grace_ms,

@@ -170,10 +170,11 @@ async def _play_game(
             emit(referee_pb2.RunMatchResponse(play=referee_pb2.PlayEvent(
                 game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
                 elapsed_us=int(elapsed * 1e6), substituted=substituted, cpu_us=cpu_us, forced=is_forced)))
-        made = bot_pb2.PlayMade(game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
-                                substituted=substituted, forced=is_forced)
         tell_observer()
-        await _tell_listeners(seats, made, send_s)
+        if any(slot.play_events for slot in seats):  # built only for bots that asked for PlayMade
+            made = bot_pb2.PlayMade(game_id=game_id, seat=seat, move=notation, deal=deal, play_number=play_number,
+                                    substituted=substituted, forced=is_forced)
+            await _tell_listeners(seats, made, send_s)
 
     while not forfeiting and not state.is_over:
         seat = state.to_move
