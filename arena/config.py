@@ -32,7 +32,7 @@ from referee.match.spec import FailurePolicy, GameSettings
 from referee.rules import Condition, InvalidOptionError, RuleOptions
 from referee.sandbox import SandboxSettings, SandboxSettingsError
 
-from .play.cores import available_cores
+from .cores import available_cores
 from .bot_archive import ArchiveError, archive_folder, check_archive, command_problem, read_archive_file
 from .errors import ArenaError, one_line, quoted, shown
 

@@ -101,7 +101,7 @@ def _bounds(args: argparse.Namespace) -> SprtBounds:
 def _check_common(args: argparse.Namespace) -> None:
     from referee.clock import MAX_TIME_MS
 
-    from ..play.cores import available_cores, oversubscription_warning
+    from ..cores import available_cores, oversubscription_warning
 
     if args.concurrency is None:
         args.concurrency = available_cores()

@@ -31,7 +31,7 @@ from ..rating.ratings import RatingBook
 from ..rating.results import GameOutcome
 from ..rating.stats import MarginSprt, PentanomialSprt, SprtBounds, fixed_length_summary
 from ..schedule.pairings import deck_seed
-from .cores import available_cores
+from ..cores import available_cores
 from .executor import GameExecutor, SeatBot
 
 FORFEIT_MARGIN = 11  # a forfeit in a one-deal game: as if the opponents took every point of the deal
@@ -51,7 +51,7 @@ class CompareSpec:
     units: int = 0  # fixed length: games to play (rounded up to whole pairs)
     max_units: int = 20_000  # sequential: give up (inconclusive) after this many games
     seed: int = 1
-    concurrency: int = field(default_factory=available_cores)  # games at once: the cores (arena/play/cores.py)
+    concurrency: int = field(default_factory=available_cores)  # games at once: the cores (arena/cores.py)
     pairing: str = "duplicate"  # "independent": the pair's two games get different decks (for measurements)
     time_control: TimeControl = field(default_factory=TimeControl)
     policy: FailurePolicy = FailurePolicy.FORFEIT

@@ -27,7 +27,7 @@ from ..rating.standings import Standings, standings_of
 from ..schedule.pairings import round_robin
 from ..store.store import BotSpec, GameTask, Scheduled, StorageError, Store, TournamentExistsError
 from .archives import ArchiveCache, bot_endpoint, store_config_archives
-from .cores import available_cores, oversubscription_warning  # noqa: F401  (arena.cli.live imports them from here)
+from ..cores import available_cores, oversubscription_warning  # noqa: F401  (arena.cli.live imports them from here)
 from .executor import GameExecutor, SeatBot
 from .live import LiveWriter
 from .rate import apply_ratings

@@ -123,7 +123,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.bots", "referee.sandbox"),
     ("referee.match",),
     ("referee.service", "referee.cli"),
-    ("arena.errors", "arena.config", "arena.bot_archive", "arena.metrics"),
+    ("arena.errors", "arena.config", "arena.cores", "arena.bot_archive", "arena.metrics"),
     ("arena.rating", "arena.schedule"),
     ("arena.store",),
     ("arena.play",),
