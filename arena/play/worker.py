@@ -6,7 +6,9 @@ referee library with the bots in the sandbox the job names, and stored once: res
 the next rating pass in one transaction, only if this attempt still owns the game. A bot's failure
 is a game result; only the referee's own failures raise, and the job is retried until the game's
 attempts run out (then the game is failed with the reason). On SIGTERM or SIGINT running games get
-``grace_s`` to finish; then they are aborted, put back to pending and queued again.
+``grace_s`` to finish; then they are aborted, put back to pending and queued again. A job its run
+withdraws (procrastinate's abort: ``arena compare --queue`` past its verdict deletes the game's row
+and aborts the job) stops its game at once and is not retried.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import procrastinate
 import procrastinate.worker
 import psycopg
 from procrastinate import exceptions as queue_errors
+from procrastinate.job_context import AbortReason
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
@@ -215,8 +218,15 @@ class QueueWorker:
                   retry=GameRetry(max_attempts=MAX_ATTEMPTS, wait=RETRY_WAIT_S))
         async def play_game(context: procrastinate.JobContext, **args: Any) -> str:
             assert context.job.id is not None
-            with counted_job(PLAY_TASK):
-                return await self.play(context.job.id, args)
+            try:
+                with counted_job(PLAY_TASK):
+                    return await self.play(context.job.id, args)
+            except asyncio.CancelledError:
+                if context.abort_reason() is AbortReason.USER_REQUEST:
+                    # withdrawn by the run that queued it (arena compare past its verdict deletes the
+                    # game's row, then aborts the job): over, not to be retried as after a shutdown
+                    raise queue_errors.JobAborted(f"job {context.job.id}: withdrawn by its run") from None
+                raise
 
         @app.task(name=RATE_TASK)
         async def rate_tournament(tournament_id: int) -> None:
