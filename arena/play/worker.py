@@ -21,6 +21,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
+from referee.match.game import Observer
+from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 from referee.sandbox import SandboxSettings, make_launcher
 
@@ -42,7 +45,7 @@ from ..errors import ArenaError, UsageError
 from ..metrics import WORKER_JOBS
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line
 from .archives import ArchiveCache
-from .executor import InProcessExecutor
+from .executor import InProcessExecutor, SeatBot
 from .live import LiveWriter
 from .queue import (
     PLAY_TASK,
@@ -68,6 +71,8 @@ GRACE_S = 20.0  # on SIGTERM, how long running games may take to finish (less th
 STALLED_CHECK_CRON = "* * * * * */5"  # the stalled-jobs check: every 5 seconds, on one worker
 RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs again
 POOL_TIMEOUT_S = 5.0  # the longest a queue call waits for a database connection
+BOTS_IDLE_S = 300.0  # a tournament's bot processes are stopped after this long without a game of it
+IDLE_CHECK_S = 10.0  # the longest between two looks for such bots
 
 
 class GameInfrastructureError(ArenaError):
@@ -118,6 +123,7 @@ class WorkerSettings:
     stalled_after_s: float = STALLED_AFTER_S
     grace_s: float = GRACE_S
     name: str = ""  # host:pid by default
+    bots_idle_s: float = BOTS_IDLE_S
 
     def problems(self) -> list[str]:
         """One line per bad setting."""
@@ -130,6 +136,8 @@ class WorkerSettings:
         if not 0 <= self.grace_s < self.stalled_after_s:
             errors.append(f"--grace ({self.grace_s:g} s) must be at least 0 and below --stalled-after "
                           f"({self.stalled_after_s:g} s): a stopping worker sends no heartbeat")
+        if not self.bots_idle_s > 0:
+            errors.append(f"--bots-idle must be above 0 s, not {self.bots_idle_s:g}")
         return errors
 
 
@@ -198,6 +206,8 @@ class QueueWorker:
         self._logs_root = settings.logs_dir
         self._temp: tempfile.TemporaryDirectory[str] | None = None
         self._executors: dict[tuple[int, SandboxSettings], InProcessExecutor] = {}
+        self._in_use: dict[tuple[int, SandboxSettings], int] = {}  # games playing on each executor
+        self._last_used: dict[tuple[int, SandboxSettings], float] = {}  # when its last game ended (monotonic)
         self._deferrer = make_app()  # defers on a store transaction's own connection
         self.archives = ArchiveCache()  # bot archives unpacked on this machine, each checked once
         # the pool's wait for a connection bounds each queue call while the database is gone (and
@@ -261,7 +271,7 @@ class QueueWorker:
             seats = [by_position[p] for p in task.seat_bots]
             observe = self.live.observer(task) if self.live is not None else None
             async with asyncio.timeout(game_time_bound_s(job.setup)):
-                report = await self._executor(job).play(job.setup, seats, observe=observe)
+                report = await self._play_on_executor(job, seats, observe)
         except asyncio.CancelledError:
             if self.live is not None:
                 self.live.forget(task)
@@ -295,6 +305,39 @@ class QueueWorker:
         log.info("game %d of tournament %d stored (attempt %d): %s", task.number, job.tournament_id, task.attempt,
                  report.result.reason, extra=_log_fields(job_id, job, task.attempt, report.result.reason))
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
+
+    async def _play_on_executor(self, job: GameJob, seats: list[SeatBot], observe: Observer | None) -> GameReport:
+        """Play on the job's executor, counted as in use meanwhile (``_retire_idle``)."""
+        key = (job.tournament_id, job.sandbox)
+        executor = self._executor(job)
+        self._in_use[key] = self._in_use.get(key, 0) + 1
+        try:
+            return await executor.play(job.setup, seats, observe=observe)
+        finally:
+            self._in_use[key] -= 1
+            self._last_used[key] = time.monotonic()
+
+    async def _retire_idle(self) -> None:
+        """Stop the bot processes of every tournament no game has used for ``bots_idle_s`` (a
+        comparison past its verdict, a tournament played out), so a long-lived worker does not keep
+        every tournament's bots; a later game of it starts them again."""
+        idle_s = self.settings.bots_idle_s
+        while True:
+            await asyncio.sleep(min(IDLE_CHECK_S, idle_s / 2))
+            now = time.monotonic()
+            idle = [key for key in self._executors
+                    if not self._in_use.get(key) and now - self._last_used.get(key, now) >= idle_s]
+            for key in idle:  # taken out first: a game of it starting meanwhile gets a new executor
+                executor = self._executors.pop(key)
+                self._in_use.pop(key, None)
+                self._last_used.pop(key, None)
+                try:
+                    await executor.close()
+                except Exception as exc:  # noqa: BLE001 - the next look, or the worker's stop, tries the rest
+                    log.warning("could not stop the idle bots of tournament %d: %s: %s", key[0],
+                                type(exc).__name__, exc)
+                else:
+                    log.info("stopped the bots of tournament %d: no game of it for %g s", key[0], idle_s)
 
     def _executor(self, job: GameJob) -> InProcessExecutor:
         """The executor (bot process pools) for the job's tournament and sandbox."""
@@ -340,7 +383,12 @@ class QueueWorker:
                 log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(), s.concurrency)
                 for each in (signal.SIGTERM, signal.SIGINT):
                     loop.add_signal_handler(each, stop, each)
-                await worker.run()
+                retire = asyncio.create_task(self._retire_idle(), name="retire-idle-bots")
+                try:
+                    await worker.run()
+                finally:
+                    retire.cancel()
+                    await asyncio.gather(retire, return_exceptions=True)
         except DATABASE_ERRORS as exc:
             raise DatabaseLostError(f"worker {self.name} lost database {describe_url(s.database)}: "
                                     f"{first_line(exc)}; its games go back to the queue") from None
