@@ -208,6 +208,7 @@ class QueueWorker:
         self._executors: dict[tuple[int, SandboxSettings], InProcessExecutor] = {}
         self._in_use: dict[tuple[int, SandboxSettings], int] = {}  # games playing on each executor
         self._last_used: dict[tuple[int, SandboxSettings], float] = {}  # when its last game ended (monotonic)
+        self._retiring: list[InProcessExecutor] = []  # idle ones being closed (the worker's stop finishes them)
         self._deferrer = make_app()  # defers on a store transaction's own connection
         self.archives = ArchiveCache()  # bot archives unpacked on this machine, each checked once
         # the pool's wait for a connection bounds each queue call while the database is gone (and
@@ -324,15 +325,17 @@ class QueueWorker:
         idle_s = self.settings.bots_idle_s
         while True:
             await asyncio.sleep(min(IDLE_CHECK_S, idle_s / 2))
-            now = time.monotonic()
-            idle = [key for key in self._executors
-                    if not self._in_use.get(key) and now - self._last_used.get(key, now) >= idle_s]
-            for key in idle:  # taken out first: a game of it starting meanwhile gets a new executor
-                executor = self._executors.pop(key)
+            for key in list(self._executors):
+                now = time.monotonic()  # looked at again for each: closing the one before took time
+                if key not in self._executors or self._in_use.get(key) or now - self._last_used.get(key, now) < idle_s:
+                    continue
+                executor = self._executors.pop(key)  # taken out first: a game of it starting now gets a new one
                 self._in_use.pop(key, None)
                 self._last_used.pop(key, None)
+                self._retiring.append(executor)
                 try:
                     await executor.close()
+                    self._retiring.remove(executor)
                 except Exception as exc:  # noqa: BLE001 - the next look, or the worker's stop, tries the rest
                     log.warning("could not stop the idle bots of tournament %d: %s: %s", key[0],
                                 type(exc).__name__, exc)
@@ -396,9 +399,10 @@ class QueueWorker:
             self.live = None
             for each in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(each)
-            for executor in self._executors.values():
+            for executor in [*self._executors.values(), *self._retiring]:
                 await executor.close()
             self._executors.clear()
+            self._retiring.clear()
             self.store.close()
             if self._temp is not None:
                 self._temp.cleanup()
