@@ -71,6 +71,11 @@ class _Waiting:
     started: bool = False  # a worker has claimed it (running)
 
 
+def _warn(line: str) -> None:
+    sys.stderr.write(f"arena: warning: {line}\n")
+    sys.stderr.flush()
+
+
 def default_window(live_workers: int) -> int:
     """Games in the queue at once when ``--window`` is not given: ``GAMES_PER_WORKER`` per live
     worker (the queue does not know a worker's --concurrency), at least 2 (one pair)."""
@@ -103,7 +108,7 @@ class QueueExecutor:
         self.bots = list(bots)
         self.settings = settings
         self.sandbox = sandbox or SandboxSettings()
-        self.warn = warn or (lambda line: (sys.stderr.write(f"arena: warning: {line}\n"), sys.stderr.flush()))
+        self.warn = warn or _warn
         self.tid = 0
         self.store: Store | None = None
         self._app = make_app()
