@@ -81,10 +81,10 @@ def _live_jobs(url: str) -> list[tuple[str, str, str]]:
 def test_a_queued_comparison_decides_as_the_in_process_one_and_leaves_nothing(pg_url: str, tmp_path: Path) -> None:
     """Greedy (deterministic) against random (seeded by the game): two workers playing the games
     through the queue give the in-process comparison's status, pairs and per-pair values, through
-    the API and through `arena compare --queue`. At the verdict the games past it are withdrawn:
-    no job waits or runs, no game row is pending or running, and the counted games are stored;
-    the comparison's bots are stopped on the workers (idle for their --bots-idle) while the
-    workers go on, and the workers stop cleanly."""
+    the API and through `arena compare --queue` (and `arena gauntlet --queue` plays). At the
+    verdict the games past it are withdrawn: no job waits or runs, no game row is pending or
+    running, and the counted games are stored; the comparison's bots are stopped on the workers
+    (idle for their --bots-idle) while the workers go on, and the workers stop cleanly."""
     reference = _in_process(tmp_path / "local")
     assert reference.status() == "H1" and len(reference.pairs) >= 10
     Store(pg_url).close()  # the arena's tables first: a worker refuses a database without them
@@ -117,7 +117,17 @@ def test_a_queued_comparison_decides_as_the_in_process_one_and_leaves_nothing(pg
         assert report["failures"] == []
         assert _live_jobs(pg_url) == [], log_text(folder)
         assert query(pg_url, "SELECT count(*) FROM games WHERE status IN ('pending', 'running')") == [(0,)]
-        assert query(pg_url, "SELECT count(*) FROM tournaments") == [(2,)]  # a tournament row per run
+
+        gauntlet_path = tmp_path / "gauntlet.json"  # each opponent's comparison, on the workers too
+        done = run_arena("gauntlet", "--candidate", GREEDY, "--opponent", f"random={RANDOM}", "--units", "6",
+                         "--queue", "--db", pg_url, "--window", "3", "--move-time", ROOMY_MS,
+                         "--json", str(gauntlet_path), timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr + log_text(folder)
+        assert [(row["opponent"], row["games"]) for row in json.loads(gauntlet_path.read_text())["opponents"]] == [
+            ("random", 6)]
+        assert _live_jobs(pg_url) == [], log_text(folder)
+        assert query(pg_url, "SELECT count(*) FROM games WHERE status IN ('pending', 'running')") == [(0,)]
+        assert query(pg_url, "SELECT count(*) FROM tournaments") == [(3,)]  # a tournament row per comparison
         assert_no_bot_processes(wait_s=60, patterns=SAMPLE_BOTS)
         assert all(proc.poll() is None for proc in procs), log_text(folder)
         assert stop(procs) == [0, 0], log_text(folder)
