@@ -73,7 +73,8 @@ def _shared(p: argparse.ArgumentParser) -> None:
                    help="deals: one-deal games, point margin (default); games: full games, pentanomial")
     p.add_argument("--players", type=int, choices=[2, 4], default=2, help="4: two copies of each bot as a team")
     p.add_argument("--concurrency", type=int, help="games at once (default: the CPU cores this process may use; "
-                   "more than that makes the bots share cores, and the clock then measures the other games too)")
+                   "more than that makes the bots share cores, and the clock then measures the other games too; "
+                   "with --queue it is each worker's own)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--move-time", type=int, default=1000, help="ms per move (default 1000)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
@@ -83,7 +84,7 @@ def _shared(p: argparse.ArgumentParser) -> None:
                    "job queue of --db (PostgreSQL; docs/scale-out.md)")
     p.add_argument("--db", "--database", dest="db", metavar="URL",
                    help="with --queue: the workers' database, postgresql://user@host/name")
-    p.add_argument("--window", type=int, help="with --queue: games in the queue at once (default: 4 per live "
+    p.add_argument("--window", type=int, metavar="N", help="with --queue: games in the queue at once (default: 4 per live "
                    "worker; at least the workers' total --concurrency keeps them all busy)")
 
 
