@@ -1,7 +1,8 @@
 """``arena compare`` and ``arena gauntlet``: the command-line side of arena/compare.py.
 
 Exit status of ``compare``: 0 when H1 is accepted (the candidate is better by at least the upper
-bound), 1 when H0 is accepted, 3 when it stopped without a decision, 2 on usage errors; a
+bound), 1 when H0 is accepted, 3 when it stopped without a decision, 2 on usage errors (and with
+``--queue`` when the workers could not play the games: none alive, the database lost); a
 fixed-length run (``--units``) and ``--sprt-estimate`` exit 0.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
 import tempfile
@@ -71,12 +73,19 @@ def _shared(p: argparse.ArgumentParser) -> None:
                    help="deals: one-deal games, point margin (default); games: full games, pentanomial")
     p.add_argument("--players", type=int, choices=[2, 4], default=2, help="4: two copies of each bot as a team")
     p.add_argument("--concurrency", type=int, help="games at once (default: the CPU cores this process may use; "
-                   "more than that makes the bots share cores, and the clock then measures the other games too)")
+                   "more than that makes the bots share cores, and the clock then measures the other games too; "
+                   "with --queue it is each worker's own)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--move-time", type=int, default=1000, help="ms per move (default 1000)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--logs", metavar="DIR", help="keep the bots' logs here (default: a temporary folder, removed "
                    "at the end)")
+    p.add_argument("--queue", action="store_true", help="have `arena worker` processes play the games, through the "
+                   "job queue of --db (PostgreSQL; docs/scale-out.md)")
+    p.add_argument("--db", "--database", dest="db", metavar="URL",
+                   help="with --queue: the workers' database, postgresql://user@host/name")
+    p.add_argument("--window", type=int, metavar="N", help="with --queue: games in the queue at once (default: 4 per live "
+                   "worker; at least the workers' total --concurrency keeps them all busy)")
 
 
 def _bounds(args: argparse.Namespace) -> SprtBounds:
@@ -103,6 +112,14 @@ def _check_common(args: argparse.Namespace) -> None:
 
     from ..cores import available_cores, oversubscription_warning
 
+    if not 1 <= args.move_time <= MAX_TIME_MS:
+        raise UsageError(f"--move-time must be 1 to {MAX_TIME_MS} ms, not {args.move_time}")
+    if args.queue:
+        _check_queue(args)
+        return
+    if args.db is not None or args.window is not None:
+        raise UsageError(f"{'--db' if args.db is not None else '--window'} is for --queue (games played by "
+                         "arena worker processes)")
     if args.concurrency is None:
         args.concurrency = available_cores()
     if args.concurrency < 1:
@@ -110,8 +127,22 @@ def _check_common(args: argparse.Namespace) -> None:
     warning = oversubscription_warning(args.concurrency, available_cores())
     if warning:  # one line on stderr, as arena run says it
         sys.stderr.write(f"{PROG}: warning: {warning}\n")
-    if not 1 <= args.move_time <= MAX_TIME_MS:
-        raise UsageError(f"--move-time must be 1 to {MAX_TIME_MS} ms, not {args.move_time}")
+
+
+def _check_queue(args: argparse.Namespace) -> None:
+    """--queue: a PostgreSQL --db, and none of what the workers decide (games at once, bot logs)."""
+    from ..play.queue import require_postgresql
+
+    if args.concurrency is not None:
+        raise UsageError("--concurrency is the workers' with --queue (arena worker --concurrency N); "
+                         "--window sets the games queued at once")
+    if args.logs is not None:
+        raise UsageError("--logs is the workers' with --queue (arena worker --logs DIR)")
+    if args.db is None:
+        raise UsageError("--queue needs --db postgresql://user@host/name (the database the workers play from)")
+    if args.window is not None and args.window < 1:
+        raise UsageError(f"--window must be at least 1, not {args.window}")
+    require_postgresql(args.db, f"arena {args.command} --queue", hint="--db postgresql://user@host/name")
 
 
 def live_line(comparison: Comparison) -> str:
@@ -141,11 +172,31 @@ def live_line(comparison: Comparison) -> str:
     return " | ".join(parts)
 
 
-async def _run(spec: CompareSpec, console: Console, logs: Path, every: int = 0) -> Comparison:
+async def _run(spec: CompareSpec, console: Console, logs: Path, every: int = 0,
+               args: argparse.Namespace | None = None) -> Comparison:
+    """Play the comparison in this process, or with ``args.queue`` through the job queue of
+    ``args.db`` (arena/play/queue_executor.py), ``args.window`` games at once."""
     from ..play.compare import Comparison
-    from ..play.executor import InProcessExecutor
+    from ..play.executor import GameExecutor, InProcessExecutor
 
-    executor = InProcessExecutor(logs)
+    executor: GameExecutor
+    if args is not None and args.queue:
+        from ..play.compare import compare_settings
+        from ..play.queue_executor import QueueExecutor, default_window, run_name
+
+        queued = QueueExecutor(args.db, run_name(spec.label), [spec.candidate, spec.baseline],
+                               compare_settings(spec), what=f"arena {args.command} --queue")
+        executor = queued
+        try:
+            live = await queued.open()
+        except BaseException:
+            await queued.close()
+            raise
+        spec = dataclasses.replace(spec, concurrency=args.window or default_window(live))
+        console.print(f"queued on {queued.store.url_for_people if queued.store else args.db} as {queued.name}: "
+                      f"{spec.concurrency} games at once, {live} live worker(s)", soft_wrap=True, highlight=False)
+    else:
+        executor = InProcessExecutor(logs)
     shown = {"at": 0.0}
 
     def on_pair(comparison: Comparison, pair: PairResult) -> None:
@@ -209,7 +260,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     spec = CompareSpec(
         candidate=endpoint_bot("candidate", args.candidate), baseline=endpoint_bot("baseline", args.baseline),
         unit=args.unit, players=args.players, bounds=None if args.units else bounds, units=args.units or 0,
-        max_units=args.max_units or DEFAULT_MAX_UNITS[args.unit], seed=args.seed, concurrency=args.concurrency,
+        max_units=args.max_units or DEFAULT_MAX_UNITS[args.unit], seed=args.seed,
+        concurrency=args.concurrency or 1,  # --queue: the window, set once the workers are known (_run)
         pairing=args.pairing, time_control=TimeControl(move_time_ms=args.move_time),
     )
     mode = f"fixed length, {args.units} games" if args.units else (
@@ -218,7 +270,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console.print(f"compare: {args.candidate!r} against {args.baseline!r}; unit {args.unit} ({args.pairing} pairs), "
                   f"{args.players} players; {mode}", soft_wrap=True, highlight=False)
     with _logs_folder(args.logs, "arena-compare-") as logs:
-        comparison = asyncio.run(_run(spec, console, logs, every=10))
+        comparison = asyncio.run(_run(spec, console, logs, every=10, args=args))
     report = comparison.report()
     console.print(live_line(comparison), soft_wrap=True, highlight=False)
     _print_verdict(console, comparison, report)
@@ -313,9 +365,9 @@ def cmd_gauntlet(args: argparse.Namespace) -> int:
         for k, (name, spec_text) in enumerate(opponents):
             spec = CompareSpec(candidate=candidate, baseline=endpoint_bot(name, spec_text), unit=args.unit,
                                players=args.players, bounds=None, units=args.units, seed=args.seed + 7919 * k,
-                               concurrency=args.concurrency, time_control=TimeControl(move_time_ms=args.move_time),
+                               concurrency=args.concurrency or 1, time_control=TimeControl(move_time_ms=args.move_time),
                                label=f"gauntlet-{k + 1}")
-            comparison = asyncio.run(_run(spec, console, logs / name))
+            comparison = asyncio.run(_run(spec, console, logs / name, args=args))
             report = comparison.report()
             if args.players == 2:
                 for pair in comparison.pairs:

@@ -99,7 +99,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from ..play.worker import WorkerSettings, run_worker
 
-    given = {"heartbeat_s": args.heartbeat, "stalled_after_s": args.stalled_after, "grace_s": args.grace}
+    given = {"heartbeat_s": args.heartbeat, "stalled_after_s": args.stalled_after, "grace_s": args.grace,
+             "bots_idle_s": args.bots_idle}
     settings = WorkerSettings(args.db, args.concurrency, Path(args.logs) if args.logs else None, name=args.name or "",
                               **{key: value for key, value in given.items() if value is not None})
     return run_async(args, lambda: run_worker(settings))
@@ -386,6 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grace", type=float, metavar="S",
                    help="on SIGTERM, seconds running games get to finish before they are requeued (default 20)")
     p.add_argument("--name", help="the worker's name in `arena status` (default host:pid)")
+    p.add_argument("--bots-idle", type=float, metavar="S", help="seconds a tournament's bot processes are kept "
+                   "without a game of it before they are stopped (default 300)")
     add_metrics_argument(p)
     p.set_defaults(func=cmd_worker)
 

@@ -132,7 +132,7 @@ class Comparison:
     """Plays pairs through an executor and feeds them, in pair order, to the test."""
 
     def __init__(self, spec: CompareSpec, executor: GameExecutor,
-                 on_pair: Callable[["Comparison", PairResult], None] | None = None) -> None:
+                 on_pair: Callable[[Comparison, PairResult], None] | None = None) -> None:
         self.spec = spec
         self.executor = executor
         self.on_pair = on_pair or (lambda comparison, pair: None)
@@ -285,6 +285,19 @@ class Comparison:
             "elapsed_s": round(elapsed, 3),
             "games_per_s": round(games / elapsed, 3) if elapsed > 0 else None,
         }
+
+
+def compare_settings(spec: CompareSpec) -> dict[str, Any]:
+    """What the database keeps of a comparison played through the job queue (its tournament row's
+    settings, for people): who, how, and the games' rules and clocks."""
+    return {
+        "kind": spec.label.split("-")[0], "bots": [spec.candidate.name, spec.baseline.name],
+        "candidate": spec.candidate.endpoint.spec, "baseline": spec.baseline.endpoint.spec,
+        "unit": spec.unit, "players": spec.players, "pairing": spec.pairing, "seed": spec.seed,
+        "bounds": None if spec.bounds is None else dataclasses.asdict(spec.bounds),
+        "units": spec.units if spec.bounds is None else None, "max_units": spec.max_units if spec.bounds else None,
+        "rules": spec.options.to_dict(), "time_control": spec.time_control.to_dict(), "policy": spec.policy.value,
+    }
 
 
 def endpoint_bot(name: str, spec: str) -> SeatBot:

@@ -80,15 +80,16 @@ def queue_name(compat: str | None = None) -> str:
     return f"{QUEUE_PREFIX}{project_version()}-s{digest}-protocol{PROTOCOL_VERSION}"
 
 
-def require_postgresql(url: str, what: str) -> None:
-    """UsageError (one line, exit 2) unless ``url`` is a PostgreSQL database: the queue lives there."""
+def require_postgresql(url: str, what: str, hint: str = 'set database = "postgresql://user@host/name"') -> None:
+    """UsageError (one line, exit 2) unless ``url`` is a PostgreSQL database: the queue lives there;
+    ``hint``: how the command is given one (a tournament file's setting by default)."""
     try:
         backend = make_url(url).get_backend_name()
     except Exception:  # noqa: BLE001 - any unparsable URL is the same usage problem
         backend = ""
     if backend != "postgresql":
         raise UsageError(f"{what} needs a PostgreSQL database (the job queue lives in it), not "
-                         f"{describe_url(url)}: set database = \"postgresql://user@host/name\"")
+                         f"{describe_url(url)}: {hint}")
 
 
 def libpq_url(url: str) -> str:

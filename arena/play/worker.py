@@ -6,7 +6,9 @@ referee library with the bots in the sandbox the job names, and stored once: res
 the next rating pass in one transaction, only if this attempt still owns the game. A bot's failure
 is a game result; only the referee's own failures raise, and the job is retried until the game's
 attempts run out (then the game is failed with the reason). On SIGTERM or SIGINT running games get
-``grace_s`` to finish; then they are aborted, put back to pending and queued again.
+``grace_s`` to finish; then they are aborted, put back to pending and queued again. A job its run
+withdraws (procrastinate's abort: ``arena compare --queue`` past its verdict deletes the game's row
+and aborts the job) stops its game at once and is not retried.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +31,13 @@ import procrastinate
 import procrastinate.worker
 import psycopg
 from procrastinate import exceptions as queue_errors
+from procrastinate.job_context import AbortReason
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
+from referee.match.game import Observer
+from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 from referee.sandbox import SandboxSettings, make_launcher
 
@@ -39,7 +45,7 @@ from ..errors import ArenaError, UsageError
 from ..metrics import WORKER_JOBS
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line
 from .archives import ArchiveCache
-from .executor import InProcessExecutor
+from .executor import InProcessExecutor, SeatBot
 from .live import LiveWriter
 from .queue import (
     PLAY_TASK,
@@ -65,6 +71,8 @@ GRACE_S = 20.0  # on SIGTERM, how long running games may take to finish (less th
 STALLED_CHECK_CRON = "* * * * * */5"  # the stalled-jobs check: every 5 seconds, on one worker
 RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs again
 POOL_TIMEOUT_S = 5.0  # the longest a queue call waits for a database connection
+BOTS_IDLE_S = 300.0  # a tournament's bot processes are stopped after this long without a game of it
+IDLE_CHECK_S = 10.0  # the longest between two looks for such bots
 
 
 class GameInfrastructureError(ArenaError):
@@ -115,6 +123,7 @@ class WorkerSettings:
     stalled_after_s: float = STALLED_AFTER_S
     grace_s: float = GRACE_S
     name: str = ""  # host:pid by default
+    bots_idle_s: float = BOTS_IDLE_S
 
     def problems(self) -> list[str]:
         """One line per bad setting."""
@@ -127,6 +136,8 @@ class WorkerSettings:
         if not 0 <= self.grace_s < self.stalled_after_s:
             errors.append(f"--grace ({self.grace_s:g} s) must be at least 0 and below --stalled-after "
                           f"({self.stalled_after_s:g} s): a stopping worker sends no heartbeat")
+        if not self.bots_idle_s > 0:
+            errors.append(f"--bots-idle must be above 0 s, not {self.bots_idle_s:g}")
         return errors
 
 
@@ -195,6 +206,9 @@ class QueueWorker:
         self._logs_root = settings.logs_dir
         self._temp: tempfile.TemporaryDirectory[str] | None = None
         self._executors: dict[tuple[int, SandboxSettings], InProcessExecutor] = {}
+        self._in_use: dict[tuple[int, SandboxSettings], int] = {}  # games playing on each executor
+        self._last_used: dict[tuple[int, SandboxSettings], float] = {}  # when its last game ended (monotonic)
+        self._retiring: list[InProcessExecutor] = []  # idle ones being closed (the worker's stop finishes them)
         self._deferrer = make_app()  # defers on a store transaction's own connection
         self.archives = ArchiveCache()  # bot archives unpacked on this machine, each checked once
         # the pool's wait for a connection bounds each queue call while the database is gone (and
@@ -215,8 +229,15 @@ class QueueWorker:
                   retry=GameRetry(max_attempts=MAX_ATTEMPTS, wait=RETRY_WAIT_S))
         async def play_game(context: procrastinate.JobContext, **args: Any) -> str:
             assert context.job.id is not None
-            with counted_job(PLAY_TASK):
-                return await self.play(context.job.id, args)
+            try:
+                with counted_job(PLAY_TASK):
+                    return await self.play(context.job.id, args)
+            except asyncio.CancelledError:
+                if context.abort_reason() is AbortReason.USER_REQUEST:
+                    # withdrawn by the run that queued it (arena compare past its verdict deletes the
+                    # game's row, then aborts the job): over, not to be retried as after a shutdown
+                    raise queue_errors.JobAborted(f"job {context.job.id}: withdrawn by its run") from None
+                raise
 
         @app.task(name=RATE_TASK)
         async def rate_tournament(tournament_id: int) -> None:
@@ -251,7 +272,7 @@ class QueueWorker:
             seats = [by_position[p] for p in task.seat_bots]
             observe = self.live.observer(task) if self.live is not None else None
             async with asyncio.timeout(game_time_bound_s(job.setup)):
-                report = await self._executor(job).play(job.setup, seats, observe=observe)
+                report = await self._play_on_executor(job, seats, observe)
         except asyncio.CancelledError:
             if self.live is not None:
                 self.live.forget(task)
@@ -285,6 +306,41 @@ class QueueWorker:
         log.info("game %d of tournament %d stored (attempt %d): %s", task.number, job.tournament_id, task.attempt,
                  report.result.reason, extra=_log_fields(job_id, job, task.attempt, report.result.reason))
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
+
+    async def _play_on_executor(self, job: GameJob, seats: list[SeatBot], observe: Observer | None) -> GameReport:
+        """Play on the job's executor, counted as in use meanwhile (``_retire_idle``)."""
+        key = (job.tournament_id, job.sandbox)
+        executor = self._executor(job)
+        self._in_use[key] = self._in_use.get(key, 0) + 1
+        try:
+            return await executor.play(job.setup, seats, observe=observe)
+        finally:
+            self._in_use[key] -= 1
+            self._last_used[key] = time.monotonic()
+
+    async def _retire_idle(self) -> None:
+        """Stop the bot processes of every tournament no game has used for ``bots_idle_s`` (a
+        comparison past its verdict, a tournament played out), so a long-lived worker does not keep
+        every tournament's bots; a later game of it starts them again."""
+        idle_s = self.settings.bots_idle_s
+        while True:
+            await asyncio.sleep(min(IDLE_CHECK_S, idle_s / 2))
+            for key in list(self._executors):
+                now = time.monotonic()  # looked at again for each: closing the one before took time
+                if key not in self._executors or self._in_use.get(key) or now - self._last_used.get(key, now) < idle_s:
+                    continue
+                executor = self._executors.pop(key)  # taken out first: a game of it starting now gets a new one
+                self._in_use.pop(key, None)
+                self._last_used.pop(key, None)
+                self._retiring.append(executor)
+                try:
+                    await executor.close()
+                    self._retiring.remove(executor)
+                except Exception as exc:  # noqa: BLE001 - the next look, or the worker's stop, tries the rest
+                    log.warning("could not stop the idle bots of tournament %d: %s: %s", key[0],
+                                type(exc).__name__, exc)
+                else:
+                    log.info("stopped the bots of tournament %d: no game of it for %g s", key[0], idle_s)
 
     def _executor(self, job: GameJob) -> InProcessExecutor:
         """The executor (bot process pools) for the job's tournament and sandbox."""
@@ -330,7 +386,12 @@ class QueueWorker:
                 log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(), s.concurrency)
                 for each in (signal.SIGTERM, signal.SIGINT):
                     loop.add_signal_handler(each, stop, each)
-                await worker.run()
+                retire = asyncio.create_task(self._retire_idle(), name="retire-idle-bots")
+                try:
+                    await worker.run()
+                finally:
+                    retire.cancel()
+                    await asyncio.gather(retire, return_exceptions=True)
         except DATABASE_ERRORS as exc:
             raise DatabaseLostError(f"worker {self.name} lost database {describe_url(s.database)}: "
                                     f"{first_line(exc)}; its games go back to the queue") from None
@@ -338,9 +399,10 @@ class QueueWorker:
             self.live = None
             for each in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(each)
-            for executor in self._executors.values():
+            for executor in [*self._executors.values(), *self._retiring]:
                 await executor.close()
             self._executors.clear()
+            self._retiring.clear()
             self.store.close()
             if self._temp is not None:
                 self._temp.cleanup()
