@@ -15,6 +15,7 @@ import contextlib
 import errno
 import os
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -386,7 +387,10 @@ def _registered(tree: CgroupTree) -> CgroupTree:
 
 
 def _clean_stale(base: Path) -> None:
-    """Remove the empty groups of referees that are gone (killed before they could clean up)."""
+    """Remove the groups of referees that are gone (killed before they could clean up), and kill
+    what still runs in them: a bot outlives its killed referee only through bubblewrap's known
+    start-up race (its ``--die-with-parent`` is set in its child after the fork, so a parent killed
+    in between leaves the child running: containers/bubblewrap#633); the next referee ends it."""
     for folder in _children(base):
         if not folder.name.startswith(_GROUP_PREFIX):
             continue
@@ -394,6 +398,14 @@ def _clean_stale(base: Path) -> None:
         if not pid.isdigit() or Path(f"/proc/{pid}").exists():
             continue
         for child in _children(folder):
+            for _ in range(_KILL_ROUNDS):  # bounded: SIGKILL ends every process of the group at once
+                pids = [int(p) for p in _read(child / "cgroup.procs").split() if p.isdigit()]
+                if not pids:
+                    break
+                for bot in pids:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(bot, signal.SIGKILL)
+                time.sleep(0.01)
             with contextlib.suppress(OSError):
                 child.rmdir()
         with contextlib.suppress(OSError):

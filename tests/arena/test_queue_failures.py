@@ -244,6 +244,10 @@ def test_connections_cut_under_running_workers_lose_and_duplicate_nothing(
         assert all(status == "done" for status, _, _ in rows.values()), rows
         followed = run_queued(path)
         assert followed.returncode == 0, f"{followed.stdout}\n{followed.stderr}\n{log_text(logs)}"
+        # a job whose worker lost its connection mid-game stays "doing" until the stalled-jobs
+        # check (every 5 s, after --stalled-after) runs it again and it finds its game stored: every
+        # game settled does not yet mean an empty queue, so wait for that with the workers up
+        wait_for(lambda: (supervise(), play_jobs(pg_url) == [])[1], f"an empty queue\n{log_text(logs)}", poll_s=0.2)
     finally:
         stop(procs)
     assert all(code != 0 for code in exits), f"a worker exited 0 without being stopped: {exits}"

@@ -5,13 +5,16 @@ bubblewrap, the "limits" mode, and the whole sandbox run by a user other than ro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -318,3 +321,40 @@ def test_limits_mode_refuses_a_socket_its_uid_cannot_reach(socket_root: Path) ->
     python, env = limits_python()
     with pytest.raises(PermissionError, match=rf"^the bot's own uid cannot pass through {private} \(mode 0700\)"):
         asyncio.run(start(launcher, f"{python} -m referee.bots.builtin", private / "sockets", **env))
+
+
+def test_a_bot_left_by_a_killed_referee_is_killed_by_the_next_one() -> None:
+    """A bot can outlive its referee killed with SIGKILL only through bubblewrap's start-up race
+    (containers/bubblewrap#633: ``--die-with-parent`` is set in bwrap's child after the fork). It
+    is still in the dead referee's cgroup: the next referee that looks for its cgroup tree kills
+    it and removes the group."""
+    from referee.sandbox.cgroups import _clean_stale, find_tree, join_command
+
+    tree, why = find_tree()
+    if tree is None:
+        pytest.skip(f"no cgroups here: {why}")
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a referee pid that no longer exists
+    parents = sorted({base.parent for base in tree.bases.values()})
+    groups = [parent / f"royal-casino-{gone.pid}" / "bot1-1" for parent in parents]
+    for group in groups:
+        group.mkdir(parents=True)
+    leftover = subprocess.Popen([*join_command([g / "cgroup.procs" for g in groups]), "sleep", "600"],
+                                start_new_session=True)
+    try:
+        for _ in range(200):  # bounded: until the shell has joined the groups and exec'd sleep
+            if all((g / "cgroup.procs").read_text().split() == [str(leftover.pid)] for g in groups):
+                break
+            time.sleep(0.05)
+        for parent in parents:
+            _clean_stale(parent)
+        assert leftover.wait(timeout=30) == -signal.SIGKILL
+        assert not any(g.parent.exists() for g in groups), "the dead referee's groups are removed"
+    finally:
+        if leftover.poll() is None:
+            leftover.kill()
+            leftover.wait()
+        for group in groups:
+            for folder in (group, group.parent):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
