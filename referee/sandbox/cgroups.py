@@ -58,6 +58,18 @@ def _number(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def procs_of(path: Path) -> set[int]:
+    """The pids a ``cgroup.procs`` file lists (none when it cannot be read)."""
+    return {int(p) for p in _read(path).split() if p.isdigit()}
+
+
+def signal_all(pids: set[int], sig: int) -> None:
+    """Send ``sig`` to each of ``pids``; one that is gone (or not ours to signal) is skipped."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
 def _write(path: Path, value: str) -> None:
     with open(path, "w", encoding="ascii") as f:
         f.write(value)
@@ -142,10 +154,7 @@ class BotCgroup:
             return None
 
     def pids(self) -> set[int]:
-        found: set[int] = set()
-        for procs in self.procs_files():
-            found.update(int(p) for p in _read(procs).split() if p.isdigit())
-        return found
+        return set().union(*(procs_of(procs) for procs in self.procs_files()))
 
     async def kill_all(self) -> bool:
         """SIGKILL every process in the group until none is left; False if some outlived every
@@ -157,9 +166,7 @@ class BotCgroup:
             pids = self.pids()
             if not pids:
                 return True
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+            signal_all(pids, signal.SIGKILL)
             await asyncio.sleep(0.01)
         return not self.pids()
 
@@ -399,12 +406,10 @@ def _clean_stale(base: Path) -> None:
             continue
         for child in _children(folder):
             for _ in range(_KILL_ROUNDS):  # bounded: SIGKILL ends every process of the group at once
-                pids = [int(p) for p in _read(child / "cgroup.procs").split() if p.isdigit()]
+                pids = procs_of(child / "cgroup.procs")
                 if not pids:
                     break
-                for bot in pids:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(bot, signal.SIGKILL)
+                signal_all(pids, signal.SIGKILL)
                 time.sleep(0.01)
             with contextlib.suppress(OSError):
                 child.rmdir()

@@ -18,7 +18,7 @@ from ..bots.cpu import CpuMeter
 from ..bots.launcher import ADDRESS_ENV, BotProcess
 from ..metrics import SANDBOX_KILLS
 from .bwrap import SOCKET_MOUNT, BwrapPlan, bwrap_argv, prlimit_argv, setpriv_argv
-from .cgroups import BotCgroup, join_command
+from .cgroups import BotCgroup, join_command, signal_all
 from .machine import Machine
 from .settings import MIB, SandboxSettings, pass_env_from_environment
 from .uids import UidLease, take_uid
@@ -143,18 +143,14 @@ class SandboxedProcess(BotProcess):
             return
         outer = self.process.pid
         pids = (self.cgroup.pids() if self.cgroup is not None else _descendants(outer)) - {outer}
-        for pid in pids:  # bubblewrap's init among them ignores it: it is its namespace's pid 1
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGTERM)
+        signal_all(pids, signal.SIGTERM)  # bubblewrap's init among them ignores it: its namespace's pid 1
 
     def kill_now(self) -> None:
         """Also every process of its cgroup, else (root, no cgroup) of its uid: one round of
         SIGKILL, without waiting (``cleanup``'s rounds may not come)."""
         super().kill_now()
-        pids = self.cgroup.pids() if self.cgroup is not None else _uid_pids(self.uid.uid) if self.uid else set()
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        signal_all(self.cgroup.pids() if self.cgroup is not None else _uid_pids(self.uid.uid) if self.uid else set(),
+                   signal.SIGKILL)
 
     def returncode_signal(self, code: int) -> int | None:
         if code < 0:
@@ -309,7 +305,5 @@ async def _kill_uid(uid: int, rounds: int = 100) -> None:
         found = _uid_pids(uid)
         if not found:
             return
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        signal_all(found, signal.SIGKILL)
         await asyncio.sleep(0.01)
