@@ -26,7 +26,17 @@ def test_requests_are_counted_by_route_template_and_status(played_db: str, tmp_p
         before = by_label(scrape(url), "arena_web_requests_total", "route", "status")  # the start-up probes
         asked = ["/t/runs", "/t/runs.json", "/t/runs/games/1", "/t/nosuch", "/no/such/page"]
         statuses = [_status(server.url(path)) for path in asked]
-        got = scrape(url)
+        # a request is counted as its response ends, which a loaded machine may finish after the
+        # client has its answer: scrape until all five are in (bounded), then compare each series
+        pages: list[str] = []
+
+        def all_counted() -> bool:
+            pages.append(scrape(url))
+            counts = by_label(pages[-1], "arena_web_requests_total", "route", "status")
+            return sum(counts.values()) - sum(before.values()) >= len(asked)
+
+        wait_for(all_counted, "every request counted")
+        got = pages[-1]
         # the event loop's lag is sampled while it serves (every 0.25 s)
         wait_for(lambda: total(scrape(url), "referee_event_loop_lag_seconds_count") > 0, "a lag sample")
     assert statuses == [200, 200, 200, 404, 404]
