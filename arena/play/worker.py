@@ -46,6 +46,7 @@ from ..metrics import WORKER_JOBS
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line
 from .archives import ArchiveCache
 from .executor import InProcessExecutor, SeatBot
+from .job_status import SteadyJobManager
 from .live import LiveWriter
 from .queue import (
     PLAY_TASK,
@@ -218,7 +219,20 @@ class QueueWorker:
         self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(
             conninfo=libpq_url(settings.database), timeout=POOL_TIMEOUT_S, min_size=1,
             max_size=settings.concurrency + 2))
+        # a job's end is written again when its connection breaks; a worker that still cannot stops
+        self.app.job_manager = SteadyJobManager(self.app.connector, self._status_lost)
+        self._worker: procrastinate.worker.Worker | None = None  # while run() runs
+        self._lost_job: int | None = None  # a job whose end could not be written: the worker stops
         self._register_tasks()
+
+    def _status_lost(self, job_id: int, error: BaseException) -> None:
+        """A job's end could not be written after every try: stop taking jobs, so that the
+        stalled-jobs check (of the worker that replaces this one) runs the job again."""
+        log.error("job %s: its end could not be written to the queue (%s); stopping this worker so that the job "
+                  "is retried", job_id, first_line(error.__cause__ or error), extra={"job_id": job_id})
+        self._lost_job = job_id
+        if self._worker is not None:
+            self._worker.stop()
 
     # --- the tasks ----------------------------------------------------------------------------
 
@@ -364,6 +378,7 @@ class QueueWorker:
             self.app, queues=[queue_name()], concurrency=s.concurrency, name=self.name,
             update_heartbeat_interval=s.heartbeat_s, stalled_worker_timeout=s.stalled_after_s,
             shutdown_graceful_timeout=s.grace_s, delete_jobs="successful", install_signal_handlers=False)
+        self._worker = worker
         asked_to_stop = False
 
         def stop(signum: int) -> None:
@@ -397,6 +412,7 @@ class QueueWorker:
                                     f"{first_line(exc)}; its games go back to the queue") from None
         finally:
             self.live = None
+            self._worker = None
             for each in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(each)
             for executor in [*self._executors.values(), *self._retiring]:
@@ -406,6 +422,10 @@ class QueueWorker:
             self.store.close()
             if self._temp is not None:
                 self._temp.cleanup()
+        if self._lost_job is not None:
+            raise DatabaseLostError(f"worker {self.name} could not write the end of job {self._lost_job} to database "
+                                    f"{describe_url(s.database)} and stopped; the job goes back to the queue "
+                                    "(start it again)")
         if not asked_to_stop:  # procrastinate stopped by itself: a side task (its listener) lost the database
             raise DatabaseLostError(f"worker {self.name} lost its connection to database {describe_url(s.database)} "
                                     "and stopped; its games go back to the queue (start it again)")

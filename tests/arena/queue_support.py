@@ -112,15 +112,17 @@ def worker_name(proc: subprocess.Popen[bytes]) -> str:
     return f"{socket.gethostname()}:{proc.pid}"
 
 
-def wait_for(check: Callable[[], T | None], what: str, timeout_s: float = FOLLOW_TIMEOUT_S,
+def wait_for(check: Callable[[], T | None], what: str | Callable[[], str], timeout_s: float = FOLLOW_TIMEOUT_S,
              poll_s: float = 0.05) -> T:
-    """Poll ``check`` until it returns something true (bounded); that value."""
+    """Poll ``check`` until it returns something true (bounded); that value. ``what`` may be a
+    callable, for a failure message that shows the state at the deadline (logs, queue rows)."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"not within {timeout_s:.0f} s: {what}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {timeout_s:.0f} s: {what() if callable(what) else what}")
         time.sleep(poll_s)
 
 

@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 
 from arena.config import load_config
+from arena.play.job_status import WRITE_WAITS_S
+from arena.play.queue import PLAY_TASK
 from arena.play.runner import MAX_ATTEMPTS, open_tournament
 from arena.store.store import Store
 from tests.arena.queue_support import (
+    FOLLOW_TIMEOUT_S,
     WORKER_TIMING,
     descendants,
     game_rows,
@@ -78,7 +81,7 @@ def queued_tournament(path: Path) -> Path:
 def settle(url: str, logs: Path) -> dict[int, tuple[str, int, str | None]]:
     """Wait until no game is pending or running (bounded); the games."""
     return wait_for(lambda: (rows := game_rows(url)) and all(s in ("done", "failed") for s, _, _ in rows.values())
-                    and rows, f"every game settled\n{log_text(logs)}", poll_s=0.2)
+                    and rows, lambda: f"every game settled\n{log_text(logs)}", poll_s=0.2)
 
 
 # --- 1. kill -9 of a worker mid-game --------------------------------------------------------------
@@ -98,9 +101,9 @@ def _kill_a_worker_mid_game(trial: int, reference: Outcome, pg_url: str, tmp_pat
         def victims_games() -> set[int]:
             return {n for n, (status, _, who) in game_rows(pg_url).items() if status == "running" and who == name}
 
-        wait_for(victims_games, f"worker {name} starting a game\n{log_text(logs)}")
+        wait_for(victims_games, lambda: f"worker {name} starting a game\n{log_text(logs)}")
         time.sleep(rng.uniform(0, 2.5))  # a random moment of its games: start-up, mid-game, between games
-        wait_for(victims_games, f"worker {name} playing a game again\n{log_text(logs)}")
+        wait_for(victims_games, lambda: f"worker {name} playing a game again\n{log_text(logs)}")
         bots = descendants(victim.pid)
         kill_group(victim)
         lost = victims_games()  # frozen from now on: the games the dead worker held
@@ -239,7 +242,7 @@ def test_connections_cut_under_running_workers_lose_and_duplicate_nothing(
             cuts += terminate_backends(pg_url)
             supervise()
         assert cuts > 0
-        rows = wait_for(lambda: (supervise(), settled_or_none(pg_url))[1], f"every game settled\n{log_text(logs)}",
+        rows = wait_for(lambda: (supervise(), settled_or_none(pg_url))[1], lambda: f"every game settled\n{log_text(logs)}",
                         poll_s=0.2)
         assert all(status == "done" for status, _, _ in rows.values()), rows
         followed = run_queued(path)
@@ -247,12 +250,79 @@ def test_connections_cut_under_running_workers_lose_and_duplicate_nothing(
         # a job whose worker lost its connection mid-game stays "doing" until the stalled-jobs
         # check (every 5 s, after --stalled-after) runs it again and it finds its game stored: every
         # game settled does not yet mean an empty queue, so wait for that with the workers up
-        wait_for(lambda: (supervise(), play_jobs(pg_url) == [])[1], f"an empty queue\n{log_text(logs)}", poll_s=0.2)
+        wait_for(lambda: (supervise(), play_jobs(pg_url) == [])[1],
+                 lambda: f"an empty queue\n{play_jobs(pg_url)}\n{log_text(logs)}", poll_s=0.2)
     finally:
         stop(procs)
     assert all(code != 0 for code in exits), f"a worker exited 0 without being stopped: {exits}"
     assert wait_no_marked_processes(marker) == []
     assert play_jobs(pg_url) == [], "jobs left in the queue"
+    assert_same_as(reference, pg_url)
+
+
+def cut_job_end_writes(url: str, count: int) -> None:
+    """Make the first ``count`` deletions of a finished game job (procrastinate's ``finish_job``)
+    end their own connection, as a database restart landing on that one query would: a trigger
+    that calls pg_terminate_backend on its backend. A sequence counts them (nextval outlives the
+    rolled-back transaction)."""
+    query(url, "CREATE SEQUENCE arena_test_cuts")
+    query(url, f"""CREATE FUNCTION arena_test_cut() RETURNS trigger LANGUAGE plpgsql AS $$
+                  BEGIN
+                      IF nextval('arena_test_cuts') <= {int(count)} THEN
+                          PERFORM pg_terminate_backend(pg_backend_pid());
+                      END IF;
+                      RETURN OLD;
+                  END $$""")
+    query(url, "CREATE TRIGGER arena_test_cut BEFORE DELETE ON procrastinate_jobs FOR EACH ROW "
+               f"WHEN (OLD.task_name = '{PLAY_TASK}') EXECUTE FUNCTION arena_test_cut()")
+
+
+def cuts_made(url: str) -> int:
+    ((value, called),) = query(url, "SELECT last_value, is_called FROM arena_test_cuts")
+    return value if called else 0
+
+
+def test_a_job_end_write_whose_connection_is_cut_is_written_again(
+        reference: Outcome, pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+    # without it the job stayed "doing" under a worker that still beat: never retried, the queue never empty
+    marker = new_marker()
+    path = queued_tournament(tournament_file(tmp_path, marker, concurrency=1, database=pg_url))
+    cut_job_end_writes(pg_url, 1)
+    logs = tmp_path / "logs"
+    with workers(pg_url, logs, 1) as procs:
+        followed = run_queued(path)
+        assert followed.returncode == 0, f"{followed.stdout}\n{followed.stderr}\n{log_text(logs)}"
+        wait_for(lambda: play_jobs(pg_url) == [], lambda: f"an empty queue\n{play_jobs(pg_url)}\n{log_text(logs)}", poll_s=0.2)
+        assert procs[0].poll() is None, log_text(logs)  # one lost write is no reason to stop
+    assert cuts_made(pg_url) >= 1
+    text = (logs / "worker0.log").read_text(errors="replace")
+    assert "could not be written" in text and "was written after a lost connection" in text, text[-3000:]
+    assert wait_no_marked_processes(marker) == []
+    assert_same_as(reference, pg_url)
+
+
+def test_a_worker_that_cannot_write_a_job_end_stops_and_the_job_is_retried(
+        reference: Outcome, pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+    marker = new_marker()
+    path = queued_tournament(tournament_file(tmp_path, marker, concurrency=1, database=pg_url))
+    tries = len(WRITE_WAITS_S) + 1
+    cut_job_end_writes(pg_url, tries)  # every try of the first game's end write
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    first = start_worker(pg_url, logs / "first.log")
+    try:
+        assert first.wait(timeout=FOLLOW_TIMEOUT_S) == 1, log_text(logs)
+    finally:
+        stop([first])
+    said = (logs / "first.log").read_text(errors="replace")
+    assert "its end could not be written to the queue" in said and "could not write the end of job" in said, said
+    assert cuts_made(pg_url) == tries
+    # the supervisor's restart: its stalled-jobs check retries the job, which finds its game stored
+    with workers(pg_url, logs / "second", 1):
+        followed = run_queued(path)
+        assert followed.returncode == 0, f"{followed.stdout}\n{followed.stderr}\n{log_text(logs / 'second')}"
+        wait_for(lambda: play_jobs(pg_url) == [], lambda: f"an empty queue\n{play_jobs(pg_url)}\n{log_text(logs)}", poll_s=0.2)
+    assert wait_no_marked_processes(marker) == []
     assert_same_as(reference, pg_url)
 
 
