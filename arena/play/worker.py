@@ -228,8 +228,9 @@ class QueueWorker:
     def _status_lost(self, job_id: int, error: BaseException) -> None:
         """A job's end could not be written after every try: stop taking jobs, so that the
         stalled-jobs check (of the worker that replaces this one) runs the job again."""
-        log.error("job %s: its end could not be written to the queue (%s); stopping this worker so that the job "
-                  "is retried", job_id, first_line(error.__cause__ or error), extra={"job_id": job_id})
+        # a warning: without -v the one line is the DatabaseLostError that run() raises on the way out
+        log.warning("job %s: its end could not be written to the queue (%s); stopping this worker so that the job "
+                    "is retried", job_id, first_line(error.__cause__ or error), extra={"job_id": job_id})
         self._lost_job = job_id
         if self._worker is not None:
             self._worker.stop()
