@@ -38,6 +38,7 @@ from .errors import ArenaError, one_line, quoted, shown
 
 SEED_MAX = 2**63 - 1  # fits a signed 64-bit database column and the protocol's uint64
 BOT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+TOURNAMENT_NAME = re.compile(r"[^/\x00-\x1f\x7f]{1,100}")  # spaces and any script, but one URL path segment
 ON_TWENTY_CHOICES = (Condition.LITTLE_CASINO.value, Condition.MOST_SPADES.value)
 POLICY_CHOICES = tuple(p.value for p in FailurePolicy)
 
@@ -185,6 +186,9 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
     top.check_keys()
 
     name = top.string("name")
+    if name and not TOURNAMENT_NAME.fullmatch(name):
+        top.fail("name", f"must be 1 to 100 characters with no \"/\" and no control characters (it is a path "
+                         f"segment of the web's pages), not {_show(name)}")
     players = top.integer("players", 2, minimum=2, maximum=4)
     duplicate = top.boolean("duplicate", True)
     # One duplicate set (a game per seat rotation) by default; plain 2 games without duplicates.
