@@ -43,7 +43,7 @@ from referee.sandbox import SandboxSettings, make_launcher
 
 from ..errors import ArenaError, UsageError
 from ..metrics import WORKER_JOBS
-from ..store.store import StorageError, Store, describe_url, engine_url, first_line
+from ..store.store import StorageError, Store, describe_url, engine_url, first_line, known_revisions
 from .archives import ArchiveCache
 from .executor import InProcessExecutor, SeatBot
 from .job_status import SteadyJobManager
@@ -171,7 +171,7 @@ def check_schema(url: str) -> None:
         raise UsageError(f"database {describe_url(url)} has no arena tables: start a tournament there first "
                          "(arena run FILE --queue)")
     if current != head:
-        newer = current > head
+        newer = current not in known_revisions()  # a revision this version's migrations do not know is a later one
         raise UsageError(
             f"database {describe_url(url)} has schema revision {current}, this worker's is {head}: "
             + ("upgrade this worker to the coordinator's version" if newer
