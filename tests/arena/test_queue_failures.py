@@ -7,17 +7,24 @@ results, rating history and standings are the single-process run's."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import procrastinate
+import psycopg
 import pytest
+from procrastinate import exceptions as queue_errors
+from procrastinate import jobs
 
 from arena.config import load_config
-from arena.play.job_status import WRITE_WAITS_S
+from arena.play.job_status import WRITE_WAITS_S, SteadyJobManager
 from arena.play.queue import PLAY_TASK
 from arena.play.runner import MAX_ATTEMPTS, open_tournament
 from arena.store.store import Store
@@ -27,6 +34,7 @@ from tests.arena.queue_support import (
     descendants,
     game_rows,
     kill_group,
+    libpq,
     log_text,
     play_jobs,
     query,
@@ -299,6 +307,42 @@ def test_a_job_end_write_whose_connection_is_cut_is_written_again(
     assert "could not be written" in text and "was written after a lost connection" in text, text[-3000:]
     assert wait_no_marked_processes(marker) == []
     assert_same_as(reference, pg_url)
+
+
+def test_a_job_end_whose_answer_was_lost_after_it_landed_is_taken_as_written(
+        pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    # the database applied the write but its answer never came back: the next try finds the job
+    # gone ("not in doing"), which after a lost answer means the first try landed
+    Store(pg_url).close()  # the arena's schema, procrastinate's included
+    lied: list[str] = []
+    lost: list[int] = []
+
+    class AnswerLosingConnector(procrastinate.PsycopgConnector):
+        """Runs each query, then loses the answer of the first job-end write (the network's fault)."""
+        async def execute_query_async(self, query: Any, **arguments: Any) -> None:
+            await super().execute_query_async(query, **arguments)
+            if "finish_job" in query and not lied:
+                lied.append(query)
+                raise queue_errors.ConnectorException() from psycopg.OperationalError("server closed the connection")
+
+    async def scenario() -> int:
+        connector = AnswerLosingConnector(conninfo=libpq(pg_url))
+        app = procrastinate.App(connector=connector)
+        app.job_manager = SteadyJobManager(connector, lambda job_id, _error: lost.append(job_id))
+        app.task(name="arena.test_task", queue="arena-test")(lambda: None)
+        async with app.open_async():
+            job_id = await app.configure_task("arena.test_task", queue="arena-test").defer_async()
+            worker_id = await app.job_manager.register_worker()
+            job = await app.job_manager.fetch_job(queues=["arena-test"], worker_id=worker_id)
+            assert job is not None and job.id == job_id
+            await app.job_manager.finish_job(job, jobs.Status.SUCCEEDED, delete_job=True)
+            return job_id
+
+    with caplog.at_level(logging.INFO, logger="arena.play.job_status"):
+        job_id = asyncio.run(scenario())
+    assert len(lied) == 1 and lost == []
+    assert query(pg_url, "SELECT id FROM procrastinate_jobs WHERE id = %s", (job_id,)) == []
+    assert "had landed before its connection broke" in caplog.text, caplog.text
 
 
 def test_a_worker_that_cannot_write_a_job_end_stops_and_the_job_is_retried(
