@@ -5,8 +5,8 @@ query after the task returns. When that query's connection is cut (a database re
 failover, a proxy dropping connections), the worker logs "Task exception was never retrieved"
 and goes on taking jobs, and the job stays ``doing`` under a worker that still beats: the
 stalled-jobs check only retries the jobs of silent workers, so it never runs again. A game job
-left so holds its game's queueing lock, keeps the queue from emptying, and when its game was to
-be retried, keeps the tournament from ending.
+left so counts as its game's job (the coordinator never queues the game again), keeps the queue
+from emptying, and when its game was to be retried, keeps the tournament from ending.
 
 ``SteadyJobManager`` writes a job's end again on a new connection, a few times (``WRITE_WAITS_S``).
 When it still cannot, it tells its worker, which stops: a stopped worker's jobs lose their
