@@ -173,19 +173,45 @@ class BotCgroup:
     async def close(self) -> None:
         """Kill what is left, keep the final counters and remove the group's folders."""
         await self.kill_all()
+        self._keep_final()
+        for _ in range(50):  # a killed task leaves its group a moment after the signal
+            if self._remove_folders():
+                break
+            await asyncio.sleep(0.01)
+        self._closed()
+
+    def close_now(self) -> bool:
+        """``close`` without waiting, for a stop that was interrupted: SIGKILL what is left, and
+        once nothing is, keep the final counters and remove the folders. True when the group is
+        gone; else call it again later (``referee/sandbox/process.py``'s ``finish_abandoned``)."""
+        pids = self.pids()
+        if pids:
+            signal_all(pids, signal.SIGKILL)
+            return False
+        self._keep_final()
+        if not self._remove_folders():
+            return False
+        self._closed()
+        return True
+
+    def _keep_final(self) -> None:
         if self.final is None:
             self.final = self.stats()
+
+    def _remove_folders(self) -> bool:
+        """Remove the group's folders; False while one is still busy (EBUSY). A folder that cannot
+        be removed for another reason is left to the tree's removal at exit."""
+        busy = False
         for folder in self.folders:
-            for _ in range(50):  # a killed task leaves its group a moment after the signal
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError as exc:
-                    if exc.errno != errno.EBUSY:
-                        break
-                    await asyncio.sleep(0.01)
+            try:
+                folder.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                busy = busy or exc.errno == errno.EBUSY
+        return not busy
+
+    def _closed(self) -> None:
         if self.on_close is not None:
             self.on_close()
             self.on_close = None

@@ -15,7 +15,7 @@ from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import BotProcess, Launcher, LocalLauncher
 from ..errors import UsageError
 from .machine import Machine, probe
-from .process import SandboxedProcess, limit_lines
+from .process import SandboxedProcess, finish_abandoned, limit_lines
 from .settings import SandboxSettings
 from .view import bot_view, etc_entries, system_entries
 
@@ -45,11 +45,16 @@ class SandboxLauncher:
         self.notes: list[tuple[str, str]] = []  # (log file, what was limited) of the bots it started
 
     async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path) -> BotProcess:
+        finish_abandoned()
         process = SandboxedProcess(endpoint, address, log_path, self.settings, self.mode, self.machine, self.note)
         try:
             await process.start()
         except BaseException:
-            await process.cleanup()
+            try:
+                await process.cleanup()
+            except BaseException:  # interrupted in turn: killed now, its group given back later
+                process.kill_now()
+                raise
             raise
         return process
 

@@ -5,11 +5,13 @@ ended it ("killed by the sandbox: memory limit (512 MiB)")."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import shlex
 import signal
 import stat
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +27,17 @@ from .uids import UidLease, take_uid
 from .view import DEFAULT_PATH, BotView, bot_view, etc_entries, inside, system_entries
 
 HOME_INSIDE = "/tmp"
+# Bots whose stop was interrupted (a match cancelled again while it stopped them): killed, but
+# their group or uid not yet given back; finished before each launch. Without this, such a group
+# stayed until exit and kept counting in the referee's CPU weight (``CgroupTree._weigh``).
+_ABANDONED: list[SandboxedProcess] = []
+_ABANDONED_LOCK = threading.Lock()
+
+
+def finish_abandoned() -> None:
+    """Give back the groups and uids of interrupted stops whose processes have gone since."""
+    with _ABANDONED_LOCK:
+        _ABANDONED[:] = [process for process in _ABANDONED if not process.finish_now()]
 
 
 def limit_lines(settings: SandboxSettings, mode: str, limited: dict[str, str]) -> list[str]:
@@ -147,10 +160,28 @@ class SandboxedProcess(BotProcess):
 
     def kill_now(self) -> None:
         """Also every process of its cgroup, else (root, no cgroup) of its uid: one round of
-        SIGKILL, without waiting (``cleanup``'s rounds may not come)."""
+        SIGKILL, without waiting (``cleanup``'s rounds may not come). Its group and uid are given
+        back as soon as those processes are gone: now, or before the next launch (or at exit)."""
         super().kill_now()
-        signal_all(self.cgroup.pids() if self.cgroup is not None else _uid_pids(self.uid.uid) if self.uid else set(),
-                   signal.SIGKILL)
+        if not self.finish_now():
+            with _ABANDONED_LOCK:
+                if not _ABANDONED:
+                    atexit.register(finish_abandoned)  # after the cgroup tree's removal: runs before it
+                _ABANDONED.append(self)
+
+    def finish_now(self) -> bool:
+        """One round of ``cleanup`` that does not wait: SIGKILL what is left of the bot; once
+        nothing is, remove its group and give its uid back. True when that is done."""
+        if self.cgroup is not None:
+            if not self.cgroup.close_now():
+                return False
+        elif self.uid is not None:
+            pids = _uid_pids(self.uid.uid)
+            if pids:
+                signal_all(pids, signal.SIGKILL)
+                return False
+        self._release()
+        return True
 
     def returncode_signal(self, code: int) -> int | None:
         if code < 0:

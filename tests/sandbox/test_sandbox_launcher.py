@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import shlex
@@ -30,6 +31,7 @@ from referee.rules import RuleOptions
 from referee.sandbox import SandboxLauncher, SandboxSettings, SandboxUnavailableError, make_launcher
 from referee.sandbox.cgroups import CgroupCpuMeter
 from referee.sandbox.machine import Machine, probe
+from referee.sandbox.process import SandboxedProcess, _uid_pids
 from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command
 
 HOSTILE = ROOT / "tests" / "bots" / "hostile"
@@ -239,27 +241,100 @@ def test_an_unprivileged_referee_sandboxes_its_bots_in_user_namespaces(socket_ro
 @needs_bwrap
 def test_the_referees_cpu_group_weighs_as_many_processes_as_it_has_bots(socket_root: Path) -> None:
     """Outside a sandbox each bot competes for CPU as one process; in their group all of them would
-    weigh as one, unless the group's weight follows the number of bots."""
+    weigh as one, unless the group's weight follows the number of bots. The count is this
+    process's groups, read from the cgroup folder: the tree is the process's, shared with the tests
+    that ran before in it."""
     launcher = make_launcher(SandboxSettings(mode="bwrap"))
     tree = launcher.machine.cgroups if isinstance(launcher, SandboxLauncher) else None
     if tree is None or "cpu" not in tree.bases:
         pytest.skip("no cpu cgroup here")
-    weight = tree.bases["cpu"] / ("cpu.weight" if tree.version == 2 else "cpu.shares")
+    base = tree.bases["cpu"]
+    weight = base / ("cpu.weight" if tree.version == 2 else "cpu.shares")
     unit = 100 if tree.version == 2 else 1024
     sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
 
-    async def two() -> list[int]:
+    def now() -> tuple[int, int]:
+        return len([p for p in base.iterdir() if p.is_dir()]), int(weight.read_text())
+
+    async def two() -> list[tuple[int, int]]:
         seen = []
         a = await start(launcher, sleeper, socket_root, "a")
-        seen.append(int(weight.read_text()))
+        seen.append(now())
         b = await start(launcher, sleeper, socket_root, "b")
-        seen.append(int(weight.read_text()))
+        seen.append(now())
         await a.stop()
-        seen.append(int(weight.read_text()))
+        seen.append(now())
         await b.stop()
         return seen
 
-    assert asyncio.run(two())[:3] == [unit, 2 * unit, unit]
+    seen = asyncio.run(two())
+    groups = [count for count, _ in seen]
+    assert groups[1:] == [groups[0] + 1, groups[0]], f"one group per running bot: {groups}"
+    assert [w for _, w in seen] == [unit * count for count in groups], seen
+
+
+@needs_bwrap
+@pytest.mark.parametrize("kept_by", ["cgroup", "uid"])
+def test_a_bot_whose_stop_is_interrupted_gives_its_group_and_uid_back_once_it_is_gone(
+        socket_root: Path, monkeypatch: pytest.MonkeyPatch, kept_by: str) -> None:
+    """A stop cancelled on its way (a match cancelled again while it stops its bots) kills the bot
+    at once; its cgroup (still counted in the referee's CPU weight) and its uid are given back
+    before the next launch, not only when the referee exits. "uid": a root referee without
+    cgroups, which finds the bot's processes by its uid."""
+    import dataclasses
+
+    import referee.bots.launcher as bots_launcher
+    from referee.sandbox.uids import _lock_dir
+
+    machine = probe()
+    if kept_by == "cgroup" and machine.cgroups is None:
+        pytest.skip("no cgroups here")
+    if kept_by == "uid":
+        if not machine.as_root:
+            pytest.skip("needs root (a uid of the bot's own)")
+        machine = dataclasses.replace(machine, cgroups=None, cgroup_problem="left out by this test")
+    launcher = make_launcher(SandboxSettings(mode="bwrap"), machine=machine)
+    assert isinstance(launcher, SandboxLauncher)
+    tree = machine.cgroups
+    stubborn = (f"{shlex.quote(sys.executable)} -c 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+                " print(\"ready\", flush=True); time.sleep(120)'")
+
+    async def interrupted() -> tuple[list[Path], int | None, int, int]:
+        before = tree.live if tree else 0
+        a = await start(launcher, stubborn, socket_root, "a")
+        assert isinstance(a, SandboxedProcess) and (a.cgroup is not None) == (kept_by == "cgroup")
+        for _ in range(600):  # bounded: until it ignores SIGTERM
+            if "ready" in (socket_root / "a.log").read_text():
+                break
+            await asyncio.sleep(0.05)
+        folders, uid, cgroup = a.cgroup.folders if a.cgroup else [], a.uid.uid if a.uid else None, a.cgroup
+        with monkeypatch.context() as patched:
+            patched.setattr(bots_launcher, "STOP_WAIT_S", 120.0)  # the stop is surely waiting when it is cancelled
+            stopping = asyncio.ensure_future(a.stop())
+            await asyncio.sleep(0.2)
+            assert not stopping.done(), "the stop waits for a bot that ignores SIGTERM"
+            stopping.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await stopping
+        for _ in range(600):  # bounded: until the killed bot's processes are gone
+            if not (cgroup.pids() if cgroup else _uid_pids(uid)):
+                break
+            await asyncio.sleep(0.05)
+        b = await start(launcher, f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'", socket_root, "b")
+        live_with_b = tree.live if tree else 1
+        await b.stop()
+        return folders, uid, before, live_with_b
+
+    folders, uid, before, live_with_b = asyncio.run(interrupted())
+    assert [f for f in folders if f.exists()] == [], "the interrupted bot's group is removed by the next launch"
+    assert live_with_b == before + 1, "the interrupted bot's group no longer counts"
+    if uid is not None:  # root: its uid lease is free again (flock locks per open file: this open conflicts)
+        fd = os.open(_lock_dir() / str(uid), os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    assert_no_bot_processes()
 
 
 DAEMON_BURNER = """
