@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import tempfile
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Protocol
 from referee.bots.endpoint import BotEndpoint
 from referee.bots.launcher import Launcher
 from referee.bots.slot import BotSlot
+from referee.bots.sockets import label_room, socket_root
 from referee.match.game import Observer, play_game
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
@@ -76,7 +76,8 @@ class InProcessExecutor:
     def __init__(self, logs_dir: Path, launcher: Launcher | None = None) -> None:
         self.logs_dir = logs_dir
         self.launcher = launcher or default_launcher()
-        self._sockets = tempfile.TemporaryDirectory(prefix="arena-sock-")
+        # bot names have at most 64 characters; a slot's label adds "-<n>" (arena/config.py)
+        self._sockets = socket_root("arena-sock-", label_room(64 + 5))
         self._pools: dict[SeatBot, _BotPool] = {}
         self._turn_ids = itertools.count(1)  # unique across every stream of this process
 

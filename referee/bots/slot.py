@@ -19,6 +19,7 @@ from .endpoint import BotEndpoint
 from .health import wait_healthy
 from .cpu import CpuMeter
 from .launcher import LOCAL_LAUNCHER, BotProcess, Launcher
+from .sockets import SOCKET_PATH_MAX, fits
 
 log = logging.getLogger(__name__)
 F = game_pb2.FailureKind
@@ -94,6 +95,10 @@ class BotSlot:
             except OSError as exc:
                 return await self._startup_failed(f"cannot make its socket folder: {exc.strerror or exc}")
             address = f"unix:{folder / f'{self.starts}.sock'}"
+            if not fits(address.removeprefix("unix:")):
+                return await self._startup_failed(
+                    f"its socket path {address.removeprefix('unix:')} is longer than a unix socket's "
+                    f"{SOCKET_PATH_MAX} bytes: set TMPDIR to a shorter folder")
             try:
                 self.process = await self.launcher.launch(self.endpoint, address, self.log_path)
             except OSError as exc:

@@ -23,6 +23,7 @@ from casino.v1 import referee_pb2
 
 from ..bots.launcher import Launcher
 from ..bots.slot import BotSlot
+from ..bots.sockets import label_room, socket_root
 from ..clock import MONOTONIC, Clock
 from ..sandbox import default_launcher
 from .game import Emit, discard_event, play_game
@@ -58,7 +59,7 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MO
     logs_dir.mkdir(parents=True, exist_ok=True)
     if spec.records_dir:
         spec.records_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="casino-sock-") as socket_dir:
+    with socket_root("casino-sock-", label_room(len(f"bot{len(spec.bots)}"))) as socket_dir:
         slots = [BotSlot(i, ep, logs_dir, Path(socket_dir), clock=clock, launcher=launcher)
                  for i, ep in enumerate(spec.bots)]
         try:
