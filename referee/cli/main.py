@@ -161,6 +161,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .health import add_health_args, cmd_health
     from .match import add_match_args, cmd_check, cmd_match
     from .sandbox_args import add_sandbox_args
 
@@ -210,6 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--move-time", type=int, default=200, metavar="MS", help="per-move limit (default 200)")
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("health", help="one gRPC health check of a Referee service or a bot: exit 0 when SERVING")
+    add_health_args(p)
+    p.set_defaults(func=cmd_health)
 
     p = sub.add_parser("replay", help="re-check a game record against the rules and print it")
     p.add_argument("file", metavar="FILE")

@@ -265,6 +265,33 @@ def test_probes_and_services_point_at_ports_the_commands_listen_on(
             assert port["targetPort"] in ports, (service["metadata"]["name"], port)
 
 
+def test_compose_health_checks_run_the_images_commands_against_the_port_each_service_listens_on() -> None:
+    """The Referee's check is `referee health` (parsed by the real parser) at its --listen port;
+    the web app's asks for /login at its --listen port; both with the image's programs (its venv is
+    /opt/arena, deploy/Dockerfile) and a check timeout inside compose's own."""
+    services = compose()["services"]
+    venv = "/opt/arena/bin/"
+    assert f"COPY --from=build {venv.rstrip('/').removesuffix('/bin')} " in DOCKERFILE.read_text(encoding="utf-8")
+    checked = {}
+    for name in ("referee", "web"):
+        service = services[name]
+        check = service["healthcheck"]
+        test = check["test"]
+        assert test[0] == "CMD" and test[1].startswith(venv), (name, test)
+        program, listened = test[1].removeprefix(venv), service["command"][service["command"].index("--listen") + 1]
+        if program == "referee":
+            _, args = _parse(["referee", *test[2:]], f"compose {name} healthcheck")
+            assert args.command == "health" and port_of(args.address) == port_of(listened), (args, listened)
+            assert args.timeout < _seconds(check["timeout"]), "the check answers before compose gives up on it"
+        else:
+            url = re.search(r"urlopen\('http://127\.0\.0\.1:(\d+)(/\S*)', timeout=(\d+)\)", test[-1])
+            assert program == "python" and url, test
+            assert int(url.group(1)) == port_of(listened) and url.group(2) == "/login"
+            assert int(url.group(3)) < _seconds(check["timeout"])
+        checked[name] = program
+    assert checked == {"referee": "referee", "web": "python"}
+
+
 def test_workers_have_resources_and_the_secret_never_sits_in_a_config_map(
         rendered: tuple[Path, list[dict[str, Any]]]) -> None:
     docs = rendered[1]
