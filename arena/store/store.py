@@ -330,6 +330,12 @@ class Store:
                 # web app may start together): the next waits here, then finds the schema current;
                 # without it the second's CREATEs failed on the first's new types
                 conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            elif conn.dialect.name == "sqlite":
+                # the same on SQLite: its write lock first (waited for up to the busy timeout), so two
+                # processes opening a new file at once migrate one after the other. The driver begins
+                # no transaction before DDL, and the second's CREATEs failed ("table tournaments
+                # already exists") on the first's tables
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
 
