@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount
@@ -90,7 +91,11 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
             if store is None:
                 app.state.store.close()
 
-    app = Starlette(routes=routes(), middleware=[Middleware(JsonSuffix), Middleware(RequestMetrics), Middleware(Sessions)], lifespan=lifespan,
+    middleware = [Middleware(JsonSuffix), Middleware(RequestMetrics), Middleware(Sessions),
+                  # a replay's states are ~150 KB of JSON, ~11 KB gzipped; Starlette leaves the live
+                  # games' event streams (text/event-stream) uncompressed
+                  Middleware(GZipMiddleware, minimum_size=1024)]
+    app = Starlette(routes=routes(), middleware=middleware, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.settings = settings
     app.state.session_secret = secrets.token_bytes(32)  # per run: a restart ends every session (arena/web/auth.py)

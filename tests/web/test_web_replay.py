@@ -5,8 +5,11 @@ the game pages answer in HTML and JSON (404s, games not played, a hostile bot na
 from __future__ import annotations
 
 import copy
+import gzip
+import json
 import random
 import shutil
+import urllib.request
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -22,6 +25,7 @@ from arena.store.store import Store
 from arena.web.replay import replay_views
 from referee.cli.render import record_lines
 from referee.rules import InvalidRecordError, RuleOptions, apply, game_record, legal_moves, new_game, replay_record
+from tests.web.browser_support import WebServer
 from tests.web.web_support import TOURNAMENT, client_for, db_path, read_store
 
 HOSTILE = '<script>alert("x")</script>&'
@@ -267,3 +271,24 @@ def test_the_viewer_file_is_plain_javascript() -> None:
     for needle in ("ArrowLeft", "ArrowRight", "Home", "End", "#play-", "append(views)", "textContent"):
         assert needle in source, needle
     assert "innerHTML" not in source and "import " not in source
+
+
+def test_the_states_are_sent_gzipped_to_a_client_that_takes_gzip(web_server: WebServer, games: list[Any]) -> None:
+    """A replay's states are the largest answer of the app (every step of the game): the real
+    `arena web` sends them gzipped when asked, and the same JSON as to a client that is not."""
+    number = games[0][0]
+    url = web_server.url(f"/t/{TOURNAMENT}/games/{number}/states")
+
+    def get(encoding: str) -> tuple[str | None, bytes]:
+        request = urllib.request.Request(url, headers={"Accept-Encoding": encoding})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.headers.get("Content-Encoding"), answer.read()
+
+    zipped_as, zipped = get("gzip")
+    plain_as, plain = get("identity")
+    assert (zipped_as, plain_as) == ("gzip", None)
+    unzipped, sent_plain = json.loads(gzip.decompress(zipped)), json.loads(plain)
+    for body in (unzipped, sent_plain):
+        body.pop("generated_at")
+    assert unzipped == sent_plain and sent_plain["views"]
+    assert len(zipped) * 5 < len(plain), (len(zipped), len(plain))
