@@ -96,6 +96,20 @@ DATABASE_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, p
                    queue_errors.ConnectorException)
 
 
+class WithdrawnWithoutTraceback(logging.Filter):
+    """procrastinate logs a job's end at INFO with its exception's traceback, also for a game its
+    run withdrew (``JobAborted``, expected: a comparison past its verdict); that line keeps its
+    text ("ended with status: Aborted") and loses the traceback, which said nothing more."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], queue_errors.JobAborted):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+WITHDRAWN_FILTER = WithdrawnWithoutTraceback()
+
+
 class GameRetry(procrastinate.RetryStrategy):
     """The play task's retries. A job aborted by its worker's shutdown runs again at once (the job
     itself, not a new one: a second job of the game would hold its queueing lock, and the aborted
@@ -391,6 +405,7 @@ class QueueWorker:
             worker.stop()
 
         loop = asyncio.get_running_loop()
+        logging.getLogger(procrastinate.worker.__name__).addFilter(WITHDRAWN_FILTER)  # once: a set
         if not logging.getLogger().isEnabledFor(logging.INFO):
             # without -v, a lost database is the one line run_worker's caller prints, not the
             # queue's and the pool's tracebacks on the way down

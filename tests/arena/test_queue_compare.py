@@ -131,6 +131,9 @@ def test_a_queued_comparison_decides_as_the_in_process_one_and_leaves_nothing(pg
         assert_no_bot_processes(wait_s=60, patterns=SAMPLE_BOTS)
         assert all(proc.poll() is None for proc in procs), log_text(folder)
         assert stop(procs) == [0, 0], log_text(folder)
+        # games withdrawn at a verdict end in one line each ("ended with status: Aborted"), not a traceback
+        whole = "".join(p.read_text(errors="replace") for p in sorted(folder.glob("*.log")))
+        assert "Traceback" not in whole, whole[whole.find("Traceback") - 500:][:3000]
     finally:
         stop(procs)
         store.close()
