@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from arena.store.store import Store
 from referee.clock import TimeControl
 from tests.arena.queue_support import log_text, query, start_worker, stop, wait_for
 from tests.arena.test_arena_compare import GREEDY, RANDOM, ROOMY_MS
+from tests.arena_support import arena_argv, arena_env
 from tests.conftest import assert_no_bot_processes
 from tests.support import ROOT, run_arena
 
@@ -138,6 +141,42 @@ def test_a_queued_comparison_decides_as_the_in_process_one_and_leaves_nothing(pg
         stop(procs)
         store.close()
     assert_no_bot_processes(wait_s=10, patterns=SAMPLE_BOTS)
+
+
+@pytest.mark.timeout(600)
+def test_a_queued_comparison_stopped_with_ctrl_c_withdraws_its_games_and_says_so(pg_url: str,
+                                                                                  tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) on `arena compare --queue` mid-run: it withdraws the games it had queued (no
+    job of it waits or runs, no game row of it is pending or running), says `arena: interrupted`
+    and exits 130; the worker goes on, and stops the comparison's bots once they are idle."""
+    Store(pg_url).close()
+    store = Store(pg_url, migrate=False)
+    folder = tmp_path / "workers"
+    folder.mkdir()
+    procs = [start_worker(pg_url, folder / "worker0.log", 1, ("--bots-idle", "2"))]
+    compare: subprocess.Popen[str] | None = None
+    try:
+        wait_for(lambda: live_workers(store) >= 1, "a live worker")
+        compare = subprocess.Popen(
+            arena_argv("compare", "--candidate", GREEDY, "--baseline", RANDOM, "--queue", "--db", pg_url,
+                       "--units", "100000", "--window", "4", "--move-time", ROOMY_MS),
+            cwd=ROOT, env=arena_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: query(pg_url, "SELECT count(*) FROM games WHERE status = 'done'")[0][0] >= 4,
+                 lambda: f"four games played; {log_text(folder)}")
+        compare.send_signal(signal.SIGINT)
+        out, err = compare.communicate(timeout=120)
+        assert (compare.returncode, err) == (130, "arena: interrupted\n"), (compare.returncode, out, err)
+        assert _live_jobs(pg_url) == [], log_text(folder)
+        assert query(pg_url, "SELECT count(*) FROM games WHERE status IN ('pending', 'running')") == [(0,)]
+        assert_no_bot_processes(wait_s=60, patterns=SAMPLE_BOTS)  # idle on the worker, then stopped
+        assert procs[0].poll() is None, log_text(folder)
+        assert stop(procs) == [0], log_text(folder)
+    finally:
+        if compare is not None and compare.poll() is None:
+            compare.kill()
+            compare.wait()
+        stop(procs)
+        store.close()
 
 
 def test_queue_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
