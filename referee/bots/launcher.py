@@ -57,6 +57,7 @@ class BotProcess:
         self.process: asyncio.subprocess.Process | None = None
         self._meter: CpuMeter | None = None
         self.log: CappedLog | None = None
+        self.pass_fds: tuple[int, ...] = ()  # open files ``command`` hands the child (closed here once it started)
 
     def command(self) -> tuple[list[str], dict[str, str], str | None]:
         """The argv, environment and working directory to start; OSError when it cannot be."""
@@ -74,27 +75,33 @@ class BotProcess:
         return f"--- starting {shlex.join(self.endpoint.command)} on {self.address}"
 
     async def start(self) -> None:
-        argv, env, cwd = self.command()
-        argv = guard_argv(argv)  # on Linux it dies with the referee, even one killed with SIGKILL
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            log.write(f"{self.header()}\n".encode())
-        read_end, write_end = os.pipe()
         try:
-            self.process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=write_end,
-                stderr=write_end,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,  # its own process group, killed as a whole
-            )
-        except BaseException:
-            os.close(read_end)
-            raise
+            argv, env, cwd = self.command()
+            argv = guard_argv(argv)  # on Linux it dies with the referee, even one killed with SIGKILL
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "ab") as log:
+                log.write(f"{self.header()}\n".encode())
+            read_end, write_end = os.pipe()
+            try:
+                self.process = await asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=write_end,
+                    stderr=write_end,
+                    cwd=cwd,
+                    env=env,
+                    start_new_session=True,  # its own process group, killed as a whole
+                    pass_fds=self.pass_fds,
+                )
+            except BaseException:
+                os.close(read_end)
+                raise
+            finally:
+                os.close(write_end)  # the bot holds the only write end now: EOF when it (all of it) ends
         finally:
-            os.close(write_end)  # the bot holds the only write end now: EOF when it (all of it) ends
+            for fd in self.pass_fds:
+                os.close(fd)
+            self.pass_fds = ()
         _LIVE_GROUPS.add(self.process.pid)
         # set here, not at import, so that importing the launcher does not load prometheus_client;
         # until a first bot starts the gauge reads 0 all the same

@@ -5,7 +5,8 @@ What it asks of bwrap (docs/sandbox.md): new PID, network, IPC, UTS and cgroup n
 network at all: only a loopback device of its own); ``--die-with-parent`` and ``--new-session``;
 no capabilities; a clean environment; the system's folders, a short list of /etc entries and the
 bot's own paths read-only, each at its host path; private tmpfs /tmp and /dev/shm of bounded
-size; its socket folder, and only it, writable at ``SOCKET_MOUNT``.
+size; its socket folder, and only it, writable at ``SOCKET_MOUNT``; a system-call filter
+(``--seccomp``, referee/sandbox/seccomp.py) where one can be built.
 
 Run by root, bwrap makes the namespaces without a user namespace and the command inside starts
 with ``setpriv``, which takes the bot's own uid and gid and drops every capability, bounding set
@@ -38,6 +39,7 @@ class BwrapPlan:
     socket_folder: str
     tmp_bytes: int
     as_root: bool  # the referee is root: no user namespace, setpriv takes the bot's uid
+    seccomp_fd: int | None = None  # where bwrap reads the bot's system-call filter (referee/sandbox/seccomp.py)
 
 
 def _visible(path: str, mounted: list[str]) -> bool:
@@ -56,6 +58,8 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
     if not plan.as_root:
         args += ["--unshare-user", "--disable-userns"]
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if plan.seccomp_fd is not None:
+        args += ["--seccomp", str(plan.seccomp_fd)]
     if plan.as_root:
         for cap in ROOT_CAPS:
             args += ["--cap-add", cap]

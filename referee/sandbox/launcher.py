@@ -80,8 +80,10 @@ class SandboxLauncher:
         uid = (f"a uid of its own from {self.settings.uid_first}" if self.machine.as_root
                else f"uid {os.getuid()} ({_user()}) like the referee")
         if self.mode == "bwrap":
+            calls = ("system calls filtered (seccomp)" if self.machine.seccomp_problem is None
+                     else f"no system-call filter ({self.machine.seccomp_problem})")
             lines = [(f"sandbox: bwrap: own PID, network, IPC, UTS namespaces (no network), {uid}, no capabilities, "
-                      "clean environment")]
+                      f"{calls}, clean environment")]
         else:
             lines = [(f"sandbox: limits: {uid}, clean environment; host files and network as that uid sees them "
                       "(no namespaces)")]
@@ -149,6 +151,8 @@ def make_launcher(settings: SandboxSettings, machine: Machine | None = None,
             mode = "limits"
             notes.append(f"no bubblewrap sandbox ({machine.bwrap_problem}): bots run in mode \"limits\" "
                          "(no namespaces: they see the host's files and network)")
+    if mode == "bwrap" and machine.seccomp_problem:
+        notes.append(f"no system-call filter ({machine.seccomp_problem})")
     if mode == "limits" and not machine.as_root:
         notes.append(f"mode \"limits\" without root: bots run as {_user()}, not a uid of their own")
     cgroups = _missing_cgroups(machine)

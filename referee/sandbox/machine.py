@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .bwrap import BwrapPlan, bwrap_argv, prlimit_argv, setpriv_argv
 from .cgroups import CgroupTree, find_tree
+from .seccomp import program, program_fd
 from .view import DEFAULT_PATH, etc_entries, system_entries, under_system
 
 PROBE_UID = 65534  # the uid bwrap's trial runs as, when the referee is root ("nobody")
@@ -29,6 +30,7 @@ class Machine:
     limits_problem: str | None  # for "limits": setpriv and prlimit, in the system's folders
     cgroups: CgroupTree | None
     cgroup_problem: str  # "" when memory, pids and cpu controllers are all there
+    seccomp_problem: str | None = None  # why mode "bwrap" has no system-call filter here (None: it has)
 
 
 def _tool(name: str) -> str | None:
@@ -46,8 +48,9 @@ def _limits_problem(tools: dict[str, str | None]) -> str | None:
     return None
 
 
-def _try_bwrap(tools: dict[str, str | None], as_root: bool) -> str | None:
-    """Make a sandbox as a bot's is made and run ``true`` in it; None when that worked, else why not."""
+def _try_bwrap(tools: dict[str, str | None], as_root: bool, seccomp: bool = False) -> str | None:
+    """Make a sandbox as a bot's is made and run ``true`` in it (with ``seccomp``, under the
+    bots' system-call filter); None when that worked, else why not."""
     bwrap, true = tools["bwrap"], _tool("true")
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed (apt-get install bubblewrap)"
@@ -63,17 +66,22 @@ def _try_bwrap(tools: dict[str, str | None], as_root: bool) -> str | None:
     with tempfile.TemporaryDirectory(prefix="casino-probe-") as folder:
         if as_root:
             os.chown(folder, PROBE_UID, PROBE_UID)
+        code = program()[0] if seccomp else None
+        fd = program_fd(code) if code is not None else None
         plan = BwrapPlan(bwrap=bwrap, command=tuple(command), cwd="/", env=(("PATH", DEFAULT_PATH),),
                          system=tuple(system_entries()), etc=tuple(etc_entries()), read_only=(),
-                         socket_folder=folder, tmp_bytes=1 << 20, as_root=as_root)
+                         socket_folder=folder, tmp_bytes=1 << 20, as_root=as_root, seccomp_fd=fd)
         try:
             done = subprocess.run(bwrap_argv(plan), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                                  env={"PATH": DEFAULT_PATH}, check=False)
+                                  env={"PATH": DEFAULT_PATH}, check=False, pass_fds=(fd,) if fd is not None else ())
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap could not be run: {exc}"
+        finally:
+            if fd is not None:
+                os.close(fd)
     if done.returncode != 0:
         said = " ".join(done.stderr.split())[:300] or f"status {done.returncode}"
-        return f"bwrap fails here: {said}"
+        return f"{'bwrap --seccomp' if seccomp else 'bwrap'} fails here: {said}"
     return None
 
 
@@ -83,5 +91,10 @@ def probe() -> Machine:
     as_root = os.geteuid() == 0
     tools = {name: _tool(name) for name in ("bwrap", "setpriv", "prlimit", "sh")}
     cgroups, cgroup_problem = find_tree()
-    return Machine(as_root=as_root, tools=tools, bwrap_problem=_try_bwrap(tools, as_root),
-                   limits_problem=_limits_problem(tools), cgroups=cgroups, cgroup_problem=cgroup_problem)
+    bwrap_problem = _try_bwrap(tools, as_root)
+    seccomp_problem = program()[1]
+    if bwrap_problem is None and seccomp_problem is None:
+        seccomp_problem = _try_bwrap(tools, as_root, seccomp=True)
+    return Machine(as_root=as_root, tools=tools, bwrap_problem=bwrap_problem,
+                   limits_problem=_limits_problem(tools), cgroups=cgroups, cgroup_problem=cgroup_problem,
+                   seccomp_problem=seccomp_problem)

@@ -22,6 +22,7 @@ from ..metrics import SANDBOX_KILLS
 from .bwrap import SOCKET_MOUNT, BwrapPlan, bwrap_argv, prlimit_argv, setpriv_argv
 from .cgroups import BotCgroup, join_command, signal_all
 from .machine import Machine
+from .seccomp import program, program_fd
 from .settings import MIB, SandboxSettings, pass_env_from_environment
 from .uids import UidLease, take_uid
 from .view import DEFAULT_PATH, BotView, bot_view, etc_entries, inside, system_entries
@@ -112,10 +113,14 @@ class SandboxedProcess(BotProcess):
                 inner += setpriv_argv(tools["setpriv"] or "setpriv", uid, True)
             env.update({"HOME": HOME_INSIDE, "TMPDIR": HOME_INSIDE,
                         ADDRESS_ENV: f"unix:{SOCKET_MOUNT}/{Path(self.address).name}"})
+            code = program()[0] if machine.seccomp_problem is None else None
+            if code is not None:
+                self.pass_fds = (program_fd(code),)  # start() hands it to bwrap and closes it
             plan = BwrapPlan(bwrap=tools["bwrap"] or "bwrap", command=(*inner, *view.argv), cwd=view.cwd,
                              env=tuple(sorted(env.items())), system=tuple(system_entries()),
                              etc=tuple(etc_entries()), read_only=view.read_only, socket_folder=str(socket_folder),
-                             tmp_bytes=settings.tmp_mib * MIB, as_root=machine.as_root)
+                             tmp_bytes=settings.tmp_mib * MIB, as_root=machine.as_root,
+                             seccomp_fd=self.pass_fds[0] if self.pass_fds else None)
             argv, outer_env, cwd = bwrap_argv(plan), {"PATH": DEFAULT_PATH}, "/"
         else:  # "limits": the host's file system and network, its own uid (root), limits, a clean environment
             home = socket_folder / "home"
@@ -142,6 +147,8 @@ class SandboxedProcess(BotProcess):
         parts = [f"sandbox {self.mode}"]
         if self.uid is not None:
             parts.append(f"uid {self.uid.uid}")
+        if self.mode == "bwrap":
+            parts.append("system calls filtered" if self.machine.seccomp_problem is None else "no system-call filter")
         parts += limit_lines(self.settings, self.mode, self.cgroup.limited if self.cgroup else {})
         return f"{super().header()} ({'; '.join(parts)})"
 

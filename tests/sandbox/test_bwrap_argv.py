@@ -114,3 +114,9 @@ def test_the_command_comes_last_after_the_separator() -> None:
 def test_prlimit_sets_soft_and_hard_limits() -> None:
     assert prlimit_argv("/usr/bin/prlimit", {"nofile": 64, "core": 0, "nproc": 32}) == [
         "/usr/bin/prlimit", "--core=0:0", "--nofile=64:64", "--nproc=32:32", "--"]
+
+
+def test_the_system_call_filter_is_read_from_its_descriptor_when_there_is_one() -> None:
+    assert "--seccomp" not in bwrap_argv(PLAN)
+    argv = before_command(bwrap_argv(BwrapPlan(**{**PLAN.__dict__, "seccomp_fd": 7})))
+    assert pairs(argv, "--seccomp") == [("7",)]

@@ -11,6 +11,7 @@ Skipped, with the reason, where bubblewrap cannot run.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shlex
@@ -248,6 +249,39 @@ def test_it_cannot_open_connections_to_the_hosts_ports(tmp_path: Path, mode: str
         return
     assert results == {"127.0.0.1:5432": "ECONNREFUSED", f"127.0.0.1:{port}": "ECONNREFUSED"}, (results, postgres_here)
     assert accepted is None, "the test's port was never reached"
+    assert failures_of(report, 0) == failures_of(report, 1) == []
+    assert_no_bot_processes(patterns=HOSTILE_PATTERN)
+
+
+FILTERED = {"unshare": "EPERM", "setns": "EPERM", "keyctl": "EPERM", "bpf": "EPERM", "perf_event_open": "EPERM",
+            "io_uring_setup": "EPERM", "ptrace": "EPERM", "clone3": "ENOSYS"}
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "bwrap-unfiltered", "none"])
+def test_the_system_calls_an_escape_starts_with_are_refused(tmp_path: Path, mode: str) -> None:
+    """Under the filter each call the hostile bot makes is refused (EPERM; clone3 ENOSYS, so the C
+    library uses clone, whose namespace flags are refused too) and the match goes on; without the
+    filter ("bwrap-unfiltered": the sandbox as before it, root) or without the sandbox, the same
+    calls reach the kernel, which answers otherwise."""
+    machine = probe()
+    if mode != "none" and machine.seccomp_problem is not None:
+        pytest.skip(f"no system-call filter here: {machine.seccomp_problem}")
+    if mode == "bwrap-unfiltered":
+        machine = dataclasses.replace(machine, seccomp_problem="left out by this test")
+    launcher = make_launcher(SandboxSettings(mode="none" if mode == "none" else "bwrap"), machine=machine)
+    spec = MatchSpec(bots=[hostile("kernel_calls.py"), victim()], options=RuleOptions(players=2), games=1, seed=5,
+                     time_control=ROOMY_TIME, logs_dir=tmp_path / "logs")
+    report = asyncio.run(asyncio.wait_for(run_match(spec, launcher=launcher), 120))
+    log = (report.logs_dir / "bot0.log").read_text()
+    results = reports(report.logs_dir / "bot0.log")["kernel_calls"]
+    assert isinstance(results, dict), results
+    if mode == "bwrap":
+        assert results == FILTERED
+        assert "system calls filtered" in log.splitlines()[0]
+    else:
+        assert results["ptrace"] == "ok" and results["io_uring_setup"] != "EPERM" and results["clone3"] != "ENOSYS"
+        if machine.as_root:  # as root, without the filter, the bot may make a user namespace (docs/sandbox.md)
+            assert results["unshare"] == "ok", results
     assert failures_of(report, 0) == failures_of(report, 1) == []
     assert_no_bot_processes(patterns=HOSTILE_PATTERN)
 

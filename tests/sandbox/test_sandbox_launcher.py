@@ -182,6 +182,29 @@ def test_the_mode_chosen_and_said_once() -> None:
 
 
 @needs_bwrap
+def test_bwrap_without_a_system_call_filter_says_so_once_and_in_each_log(socket_root: Path) -> None:
+    """Where libseccomp is missing, mode "bwrap" still runs (the filter is a layer on top of the
+    namespaces), says so in its one warning line, and each bot's first log line says it."""
+    import dataclasses
+
+    said: list[str] = []
+    machine = dataclasses.replace(probe(), seccomp_problem="libseccomp is not usable (here, on purpose)")
+    launcher = make_launcher(SandboxSettings(mode="bwrap"), machine, said.append)
+    assert isinstance(launcher, SandboxLauncher) and launcher.mode == "bwrap"
+    assert len(said) == 1 and "no system-call filter (libseccomp is not usable (here, on purpose))" in said[0], said
+    async def start_and_stop() -> None:
+        bot = await start(launcher, f"{shlex.quote(sys.executable)} -c 'pass'", socket_root)
+        await bot.stop()
+
+    asyncio.run(start_and_stop())
+    header = (socket_root / "b.log").read_text().splitlines()[0]
+    assert "; no system-call filter;" in header and "system calls filtered" not in header, header
+    filtered = make_launcher(SandboxSettings(mode="bwrap"), probe(), said.append)
+    if probe().seccomp_problem is None:
+        assert "system calls filtered (seccomp)" in filtered.describe(BotEndpoint.parse("unix:/x.sock"))[0]
+
+
+@needs_bwrap
 def test_limits_mode_plays_and_kills_what_the_bot_leaves(socket_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No namespaces: the bot runs on the host as its own uid (root), yet its daemon ends with it
     (its cgroup, or every process of its uid) and a memory hog is killed at its limit."""
@@ -232,7 +255,8 @@ def test_an_unprivileged_referee_sandboxes_its_bots_in_user_namespaces(socket_ro
     assert "(forfeit)" not in done.stdout
     (log,) = (socket_root / "logs").glob("*/bot0.log")
     text = log.read_text()
-    assert "(sandbox bwrap; memory 512 MiB" in text and "processes 32 (RLIMIT_NPROC of its uid)" in text
+    assert "(sandbox bwrap; system calls filtered; memory 512 MiB" in text, text.splitlines()[0]
+    assert "processes 32 (RLIMIT_NPROC of its uid)" in text
     forks = json.loads(next(line for line in text.splitlines() if line.startswith("hostile: forks "))[15:])
     assert forks["refused"] == "EAGAIN" and 0 < forks["children"] < 32, forks
     assert_no_bot_processes(patterns=("tests/bots/hostile/",))
