@@ -31,15 +31,15 @@ def long_tmpdir() -> Iterator[Path]:
         shutil.rmtree(top, ignore_errors=True)
 
 
-def test_the_sockets_folder_stays_in_tmpdir_where_the_paths_fit(monkeypatch: pytest.MonkeyPatch,
-                                                                 tmp_path: Path) -> None:
-    short = tmp_path / "t"
-    short.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(short))
-    room = label_room(4)
-    with socket_root("casino-sock-", room) as root:
-        assert Path(root).parent == short
-        assert fits(root + "/bot3/9999.sock")
+def test_the_sockets_folder_stays_in_tmpdir_where_the_paths_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    short = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))  # not tmp_path: under xdist it is long
+    try:
+        monkeypatch.setattr(tempfile, "tempdir", str(short))
+        with socket_root("casino-sock-", label_room(4)) as root:
+            assert Path(root).parent == short
+            assert fits(root + "/bot3/9999.sock")
+    finally:
+        short.rmdir()
 
 
 def test_a_tmpdir_without_room_puts_the_sockets_folder_in_tmp(monkeypatch: pytest.MonkeyPatch,
