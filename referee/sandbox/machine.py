@@ -48,6 +48,21 @@ def _limits_problem(tools: dict[str, str | None]) -> str | None:
     return None
 
 
+def system_sandbox_argv(tools: dict[str, str | None], as_root: bool, command: list[str], folder: str,
+                        seccomp_fd: int | None = None) -> list[str]:
+    """bwrap's argv that runs ``command`` (a program of the system's folders) as a bot's sandbox
+    runs one, with nothing of a bot's own shown: prlimit, and as root setpriv to the probe's uid
+    (``folder``, its socket folder, is then given to that uid). For the probe and the benchmarks."""
+    inner = prlimit_argv(tools["prlimit"] or "prlimit", {"core": 0})
+    if as_root:
+        inner += setpriv_argv(tools["setpriv"] or "setpriv", PROBE_UID, True)
+        os.chown(folder, PROBE_UID, PROBE_UID)
+    plan = BwrapPlan(bwrap=tools["bwrap"] or "bwrap", command=(*inner, *command), cwd="/",
+                     env=(("PATH", DEFAULT_PATH),), system=tuple(system_entries()), etc=tuple(etc_entries()),
+                     read_only=(), socket_folder=folder, tmp_bytes=1 << 20, as_root=as_root, seccomp_fd=seccomp_fd)
+    return bwrap_argv(plan)
+
+
 def _try_bwrap(tools: dict[str, str | None], as_root: bool, seccomp: bool = False) -> str | None:
     """Make a sandbox as a bot's is made and run ``true`` in it (with ``seccomp``, under the
     bots' system-call filter); None when that worked, else why not."""
@@ -59,20 +74,12 @@ def _try_bwrap(tools: dict[str, str | None], as_root: bool, seccomp: bool = Fals
     problem = _limits_problem(tools)
     if problem:
         return problem
-    command = [*prlimit_argv(tools["prlimit"] or "", {"core": 0}), true]  # type: ignore[list-item]
-    if as_root:
-        command = [*prlimit_argv(tools["prlimit"] or "", {"core": 0}),  # type: ignore[list-item]
-                   *setpriv_argv(tools["setpriv"] or "", PROBE_UID, True), true]
     with tempfile.TemporaryDirectory(prefix="casino-probe-") as folder:
-        if as_root:
-            os.chown(folder, PROBE_UID, PROBE_UID)
         code = program()[0] if seccomp else None
         fd = program_fd(code) if code is not None else None
-        plan = BwrapPlan(bwrap=bwrap, command=tuple(command), cwd="/", env=(("PATH", DEFAULT_PATH),),
-                         system=tuple(system_entries()), etc=tuple(etc_entries()), read_only=(),
-                         socket_folder=folder, tmp_bytes=1 << 20, as_root=as_root, seccomp_fd=fd)
         try:
-            done = subprocess.run(bwrap_argv(plan), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+            argv = system_sandbox_argv(tools, as_root, [true], folder, fd)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
                                   env={"PATH": DEFAULT_PATH}, check=False, pass_fds=(fd,) if fd is not None else ())
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap could not be run: {exc}"
