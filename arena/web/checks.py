@@ -33,9 +33,16 @@ TIME_FLAGS = {"move_time_ms": "--move-time", "grace_ms": "--grace", "bank_initia
 REASON_CHARS = 500
 
 
-def check_command(settings: WebSettings, command: str, time_control: dict[str, Any]) -> list[str]:
-    """The `referee check` command line for a submitted bot's ``command`` under the ladder's time control."""
+def check_command(settings: WebSettings, command: str, ladder: dict[str, Any]) -> list[str]:
+    """The `referee check` command line for a submitted bot's ``command`` under the ladder's
+    settings (as stored: its players, partnerships and time control)."""
     argv = [sys.executable, "-m", "referee.cli", "check", "--bot", command, "--games", str(settings.check_games)]
+    players = ladder.get("players", 2)
+    if players in (3, 4):  # the ladder's table: every seat, then one seat beside random bots
+        argv += ["--players", str(players)]
+        if players == 4 and not ladder.get("rules", {}).get("partnerships", True):
+            argv.append("--individuals")
+    time_control = ladder.get("time_control", {})
     for key, flag in TIME_FLAGS.items():
         if isinstance(time_control.get(key), int):
             argv += [flag, str(time_control[key])]
@@ -100,8 +107,7 @@ class SubmissionChecks:
         except ArchiveError as exc:
             reject(self.store, sid, f"the archive cannot be unpacked: {exc}", None)
             return
-        time_control = self.store.tournament(self.tid).settings.get("time_control", {})
-        argv = check_command(self.settings, row.command, time_control)
+        argv = check_command(self.settings, row.command, self.store.tournament(self.tid).settings)
         with self._lock:
             if self._stopping:
                 return

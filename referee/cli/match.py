@@ -176,18 +176,22 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Conformance check: games against itself and against the built-in random bot. The bot logs
+    """Conformance check: games against itself and against the built-in random bot (``--players``
+    3 or 4: in every seat, then in one seat beside random bots). The bot logs
     go to ``--logs DIR`` when given, else to a temporary folder removed at the end (a failing
     check prints the last lines of the failing bot's logs first)."""
     random_bot = f"{sys.executable} -m referee.bots.builtin --seed {args.seed}"
     if len(args.bot) != 1:
         raise UsageError("check takes exactly one --bot")
-    if args.players not in (None, 2):
-        raise UsageError("check plays 2-player games")
-    candidate = args.bot[0]
-    # both matches' options are checked before anything is printed or started
-    matches = [(title, bots, spec_from_args(args, bots)) for title, bots in (
-        ("against itself", [candidate, candidate]), ("against the built-in random bot", [candidate, random_bot]))]
+    candidate, players = args.bot[0], args.players or 2
+    if args.individuals and players != 4:
+        raise UsageError("--individuals is for 4 players (--players 4)")
+    opponents = "bot" if players == 2 else "bots"
+    # both matches' options are checked before anything is printed or started; with 3 or 4
+    # players, the bot fills every seat, then one seat beside built-in random bots
+    matches = [(title, checked, spec_from_args(args, bots)) for title, checked, bots in (
+        ("against itself", list(range(players)), [candidate] * players),
+        (f"against the built-in random {opponents}", [0], [candidate, *[random_bot] * (players - 1)]))]
     launcher = launcher_from_args(args)  # the sandbox the arena would use with the same settings
     _logging(args.verbose, args.log_format)
     with contextlib.ExitStack() as cleanup:
@@ -197,8 +201,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _check(args, candidate, matches, Path(logs), False, launcher)
 
 
-def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, list[str], MatchSpec]], logs: Path,
+def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, list[int], MatchSpec]], logs: Path,
            kept: bool, launcher: Launcher) -> int:
+    """Play each (title, the checked bot's indices, spec) match and report on the checked bot's seats."""
     from ..match.run import run_match  # gRPC: for the commands that play, not for `referee --help`
 
     problems: list[str] = []
@@ -206,10 +211,9 @@ def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, li
     print(f"checking {candidate}")
     print("\n".join(sandbox_lines(launcher, matches[0][2].bots[0])))
     limited: list[str] = []  # what the sandbox limited of the checked bot
-    for title, bots, spec in matches:
+    for title, checked, spec in matches:
         spec = dataclasses.replace(spec, logs_dir=logs)
         report = asyncio.run(run_match(spec, launcher=launcher))
-        checked = [0, 1] if bots[0] == bots[1] else [0]
         print(f"\n{len(report.games)} game(s) {title}:")
         failing: set[int] = set()
         for game in report.games:

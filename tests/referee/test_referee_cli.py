@@ -185,6 +185,30 @@ def test_check_a_clean_bot_keeps_its_logs_only_in_the_logs_folder(tmp_path: Path
     assert_no_bot_processes()
 
 
+@pytest.mark.parametrize("args, seats, sides", [
+    (["--players", "3"], 3, 3), (["--players", "4"], 4, 2), (["--players", "4", "--individuals"], 4, 4),
+], ids=["three", "four-partnerships", "four-individuals"])
+def test_check_plays_the_table_it_is_asked_for(args: list[str], seats: int, sides: int) -> None:
+    """With 3 or 4 players the bot fills every seat, then plays one seat beside built-in random
+    bots; only its own seats count (a random bot's moves are not its)."""
+    done = run_referee("check", "--bot", builtin_bot_command(1), *args, "--games", "2", timeout=120)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    out = done.stdout
+    assert "2 game(s) against itself:" in out and "2 game(s) against the built-in random bots:" in out
+    games = re.findall(r"^  game \d \[(.*)\]: .* (\d+(?:-\d+)+)$", out, re.MULTILINE)
+    assert len(games) == 4 and all(len(names.split(", ")) == seats for names, _ in games), out
+    assert all(len(score.split("-")) == sides for _, score in games), out
+    moves = re.findall(r"^  move time ms: .* over (\d+) moves", out, re.MULTILINE)
+    assert len(moves) == 2 and int(moves[0]) > int(moves[1]), "every seat's moves against itself, one seat's after"
+    assert out.rstrip().endswith("clean: every answer was a legal move in time")
+    assert_no_bot_processes()
+
+
+def test_check_individuals_need_four_players() -> None:
+    line = assert_usage_error(run_referee("check", "--bot", builtin_bot_command(1), "--players", "3", "--individuals"))
+    assert "--individuals is for 4 players (--players 4)" in line, line
+
+
 def test_check_a_bot_that_plays_illegal_moves() -> None:
     """A failing check without --logs: the failures explained, the end of the failing bot's logs
     printed, and nothing left in the temporary directory."""

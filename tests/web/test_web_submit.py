@@ -217,6 +217,32 @@ def test_a_bot_passes_the_real_check_and_each_version_replaces_the_last_in_the_l
     assert web.get(f"/submissions/{sid}.json", headers=bearer(tokens["bob"])).status_code == 404
 
 
+@pytest.mark.parametrize("partnerships", [True, False], ids=["partnerships", "individuals"])
+def test_a_bot_for_a_four_player_ladder_is_checked_at_a_four_player_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partnerships: bool) -> None:
+    """The check plays the ladder's game: 4 seats, in partnerships or each for itself (a bot that
+    copes with 2 players only must not pass a check of 2-player games and then forfeit its ladder's)."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    url = f"sqlite:///{tmp_path / 'ladder4.db'}"
+    store = Store(url)
+    rules = {"players": 4, "partnerships": partnerships, "on_twenty": "little_casino", "max_deals": 30}
+    store.create_tournament(LADDER, "fingerprint", {"players": 4, "rules": rules, "time_control": TIME_CONTROL}, [])
+    token = add_user(store, "carol")
+    store.close()
+    for client in app(url):
+        sent = send(client, archive(), headers=bearer(token))
+        assert sent.status_code == 202, sent.text
+        done = verdict(client, sent.json()["submission"]["id"], token)
+    assert done["status"] == "accepted", done
+    report = done["report"]
+    assert "game(s) against the built-in random bots:" in report
+    seats = re.findall(r"^  game \d+ \[(.*?)\]:", report, re.MULTILINE)
+    assert seats and all(len(line.split(", ")) == 4 for line in seats), report
+    scores = re.findall(r"^  game \d+ \[.*\]: .* (\d+(?:-\d+)+)$", report, re.MULTILINE)
+    assert len(scores) == len(seats), report  # a score per side: two partnerships, or four players
+    assert all(len(score.split("-")) == (2 if partnerships else 4) for score in scores), scores
+
+
 def test_a_bot_that_fails_the_check_is_rejected_with_the_reason_and_its_output_escaped(
         web: TestClient, tokens: dict[str, str], ladder_db: str) -> None:
     hostile = "<script>alert('owned')</script>"
