@@ -129,3 +129,9 @@ def _tail(report: str | None) -> str | None:
         return report
     return "...\n" + report[-REPORT_CHARS:]
 
+
+
+def owner_of(store: Store, bot_id: int) -> int | None:
+    """The user whose accepted submission bot ``bot_id`` is (None: a bot of the operator's)."""
+    with store.session() as s:
+        return s.scalar(select(Submission.user_id).where(Submission.bot_id == bot_id))

@@ -111,22 +111,20 @@ def test_a_bots_page_shows_its_history_opponents_and_games(web: TestClient, trut
     assert [g["number"] for g in answer["recent_games"]] == played
     results = {o.number: seat_result(o, o.seat_bots.index(name)) for o in truth["outcomes"] if name in o.seat_bots}
     assert {g["number"]: g["bot_result"] for g in answer["recent_games"]} == results
-    assert answer["failures"] == [] and answer["logs"]["readable"] is False  # served from --db: no log folder
+    assert answer["failures"] == [] and "logs" not in answer  # a log is its owner's (test_web_security.py)
     html = web.get(f"/t/{TOURNAMENT}/bots/{name}").text
     points = re.findall(r'<circle class="rating-point" data-game="(\d+)"', html)
     assert [int(n) for n in points] == [n for n, _, _ in history]
-    assert "<svg" in html and 'class="band"' in html and "not readable here" in html
+    assert "<svg" in html and 'class="band"' in html and "<h2>Log" not in html
 
 
-def test_a_bots_page_shows_the_end_of_its_logs_when_served_from_its_file(played_db: str) -> None:
+def test_a_bots_log_is_not_on_its_public_page_even_where_the_app_can_read_it(played_db: str) -> None:
     logs = db_path(played_db).parent / "runs-logs"
+    (tail,) = {p.read_text(errors="replace")[-200:] for p in sorted(logs.glob("greedy-*.log"))[:1]}
     for client in client_for(played_db, logs=((TOURNAMENT, str(logs)),)):
-        answer = client.get(f"/t/{TOURNAMENT}/bots/greedy.json").json()["logs"]
-        assert answer["readable"] and answer["files"]
-        (first, *_) = answer["files"]
-        assert first["name"].startswith("greedy-") and first["excerpt"]
-        assert first["excerpt"] in (logs / first["name"]).read_text(errors="replace")
-        assert len(first["excerpt"].encode()) <= 4096
+        assert "logs" not in client.get(f"/t/{TOURNAMENT}/bots/greedy.json").json()
+        html = client.get(f"/t/{TOURNAMENT}/bots/greedy").text
+        assert "<h2>Log" not in html and tail.strip().splitlines()[-1] not in html
 
 
 def test_the_game_list_pages_through_every_game_once(played_db: str, truth: dict[str, Any]) -> None:

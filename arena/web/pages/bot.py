@@ -1,7 +1,7 @@
 """A bot's page: its rating and record, its rating history drawn as SVG on the server (μ with a
 ±σ band, a point per rated game), its score against each opponent with a confidence interval, its
-recent games, every failure with its kind, reason and play, and the tail of its log files where
-this machine can read them. A bot removed from a ladder keeps its page."""
+recent games, every failure with its kind, reason and play; to the user who submitted it alone, the
+tail of its log files where this machine can read them. A bot removed from a ladder keeps its page."""
 
 from __future__ import annotations
 
@@ -22,7 +22,10 @@ from ...rating.standings import Standings
 from ...rating.stats import total_score_interval
 from ...store.models import Game, GameSeat, RatingHistory, Tournament, iso_utc
 from ...store.store import BotRow
+from ...store.submissions import owner_of
+from ..auth import session_of
 from ..negotiate import page
+from ..privacy import public_text
 from .common import cached, last_finished, path_for, store_of, tournament_or_404
 from .games import GameFilter, bot_url, game_rows, game_url, page_numbers
 
@@ -105,7 +108,7 @@ def failures(request: Request, t: Tournament, bot: BotRow) -> list[dict[str, Any
             if int(f.get("seat", 0)) != seat:
                 continue
             out.append({"game": number, "url": game_url(request, t.name, number), "kind": kind_name(f.get("kind", "")),
-                        "reason": str(f.get("reason", "")), "forfeit": bool(f.get("forfeit")),
+                        "reason": public_text(str(f.get("reason", "")), [bot.spec]), "forfeit": bool(f.get("forfeit")),
                         "where": failure_place(f), "deal": int(f.get("deal", 0)) + 1,
                         "play": int(f.get("playNumber", 0)),
                         "finished_at": iso_utc(finished)})
@@ -148,6 +151,12 @@ def log_excerpts(request: Request, t: Tournament, bot: BotRow) -> dict[str, Any]
             "why": None if files else f"no log file of this bot in the tournament's log folder ({len(found)} found)"}
 
 
+def _owner_asks(request: Request, bot: BotRow) -> bool:
+    """Whether the user asking submitted this bot."""
+    user = session_of(request).user
+    return user is not None and owner_of(store_of(request), bot.id) == user.id
+
+
 def bot_page(request: Request) -> Response:
     t = tournament_or_404(request)
     bot = bot_or_404(request, t)
@@ -173,8 +182,9 @@ def bot_page(request: Request) -> Response:
         "recent_games": game_rows(request, t, numbers, bots, for_bot=bot.position),
         "more_games": older,
         "failures": failures(request, t, bot),
-        "logs": log_excerpts(request, t, bot),
     }
+    if _owner_asks(request, bot):  # a log is its owner's alone (docs/web.md, "Security model")
+        data["logs"] = log_excerpts(request, t, bot)
     return page(request, "bot.html", data, data_as_of=last_finished(request, t.id))
 
 

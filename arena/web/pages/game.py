@@ -18,6 +18,7 @@ from referee.rules import InvalidRecordError
 
 from ...store.models import Bot, Game, GameStatus, as_utc, iso_utc
 from ..negotiate import now_iso, page
+from ..privacy import public_record, public_result, public_text
 from ..replay import replay_views
 from .common import store_of, tournament_or_404
 
@@ -63,13 +64,17 @@ def stored_game(request: Request) -> StoredGame:
         g = s.scalar(select(Game).where(Game.tournament_id == tournament.id, Game.number == number))
         if g is None:
             raise HTTPException(404, f"no game {number} in tournament {tournament.name!r}")
-        bots = {b.position: b.name for b in s.scalars(select(Bot).where(Bot.tournament_id == tournament.id))}
+        rows = list(s.scalars(select(Bot).where(Bot.tournament_id == tournament.id)))
+        bots = {b.position: b.name for b in rows}
+        commands = [b.spec for b in rows if b.position in g.seat_bots]
         record, error = _parsed(g.record)
         live = False
         if record is None and g.status == GameStatus.RUNNING.value:
             # a game being played: its record so far, as the player last wrote it (arena/play/live.py)
             found = store_of(request).live_record((tournament.id, g.number))
             record, live = (found[1], True) if found is not None else (None, False)
+        if record is not None:  # the public's view: no command, log or path of this server (privacy.py)
+            record = public_record(record, commands)
         # the tournament's names by the game's seats, as `arena show` shows them
         names = [bots.get(p, f"bot {p}") for p in g.seat_bots]
         recorded = _recorded_seats(record)
@@ -78,7 +83,8 @@ def stored_game(request: Request) -> StoredGame:
                   "version": clean_version(str(recorded.get(seat, {}).get("version", "")))}
                  for seat, position in enumerate(g.seat_bots)]
         summary = {"tournament": tournament.name, "number": g.number, "round": g.round, "status": g.status,
-                   "attempt": g.attempt, "error": g.error or error, "result": g.result, "live": live,
+                   "attempt": g.attempt, "error": public_text(g.error) if g.error else error,
+                   "result": public_result(g.result, commands), "live": live,
                    "started_at": iso_utc(g.started_at), "finished_at": iso_utc(g.finished_at)}
         return StoredGame(summary, seats, names, record, as_utc(g.finished_at))
 
@@ -118,7 +124,8 @@ def states(request: Request) -> Response:
 
 
 def record(request: Request) -> Response:
-    """The record as stored (the referee's JSON game record), for download."""
+    """The referee's JSON game record, for download, as the public sees it (privacy.py: no
+    seat's command, no server path)."""
     game = stored_game(request)
     if game.record is None or game.summary["live"]:
         raise HTTPException(404, f"game {game.summary['number']} is {game.summary['status']}: no record yet")

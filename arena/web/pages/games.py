@@ -18,6 +18,7 @@ from ...rating.failures import failure_where, kind_name, winners
 from ...store.models import Game, GameSeat, GameStatus, Tournament, iso_utc
 from ...store.store import BotRow, Store
 from ..negotiate import page
+from ..privacy import public_text
 from ..settings import PAGE_SIZE
 from .common import last_finished, path_for, store_of, tournament_or_404, url_or_path
 
@@ -91,8 +92,9 @@ def game_rows(request: Request, t: Tournament, numbers: list[int], bots: dict[in
         g = games[number]
         names = [bots[p].name if p in bots else f"bot {p}" for p in g.seat_bots]
         result = g.result or {}
+        commands = [bots[p].spec for p in g.seat_bots if p in bots]
         forfeits = [{"bot": names[int(f.get("seat", 0))], "kind": kind_name(f.get("kind", "")),
-                     "reason": str(f.get("reason", "")), "where": failure_where(f)}
+                     "reason": public_text(str(f.get("reason", "")), commands), "where": failure_where(f)}
                     for f in result.get("failures", []) if f.get("forfeit")]
         won = winners(result, names)
         rows.append({
@@ -101,7 +103,7 @@ def game_rows(request: Request, t: Tournament, numbers: list[int], bots: dict[in
             "scores": [int(x) for x in result.get("scores", [])],
             "result": ("failed" if g.status == GameStatus.FAILED.value else
                        "draw" if g.result and not won else ("won by " + " + ".join(won)) if won else ""),
-            "reason": result.get("reason", ""), "error": g.error,
+            "reason": result.get("reason", ""), "error": public_text(g.error) if g.error else g.error,
             "forfeits": forfeits, "finished_at": iso_utc(g.finished_at),
             "url": game_url(request, t.name, number),
             **({"bot_result": outcomes.get(number)} if for_bot is not None else {}),
