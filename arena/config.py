@@ -547,12 +547,13 @@ def _ladder(table: _Table) -> LadderConfig:
 
 def _sandbox(table: _Table, folder: Path) -> SandboxSettings:
     """The [sandbox] table (referee/sandbox/settings.py checks the values); a relative read_only
-    path is taken from the tournament file's folder."""
+    or private path is taken from the tournament file's folder."""
     table.check_keys()
     values = {key: value for key, value in table.data.items() if key in SandboxSettings.keys()}
-    if isinstance(values.get("read_only"), list):
-        values["read_only"] = [os.path.normpath(folder / Path(p).expanduser()) if isinstance(p, str) else p
-                               for p in values["read_only"]]
+    for key in ("read_only", "private"):
+        if isinstance(values.get(key), list):
+            values[key] = [os.path.normpath(folder / Path(p).expanduser()) if isinstance(p, str) else p
+                           for p in values[key]]
     try:
         return SandboxSettings.from_table(values)
     except SandboxSettingsError as exc:

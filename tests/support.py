@@ -20,13 +20,14 @@ def fresh_temp_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="t"))
 
 
-def run_referee(*args: str, timeout: float = 120,
-                env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the ``referee`` command as a real process from the repository root; ``env``: extra
-    environment variables (e.g. its own TMPDIR)."""
+def run_referee(*args: str, timeout: float = 120, env: Mapping[str, str] | None = None,
+                cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the ``referee`` command as a real process from the repository root (or ``cwd``: the
+    folder its bots run in, all a sandbox shows them); ``env``: extra environment variables (e.g.
+    its own TMPDIR)."""
     return subprocess.run(
         [sys.executable, "-m", "referee.cli", *args],
-        cwd=ROOT,
+        cwd=cwd or ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,

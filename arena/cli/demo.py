@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from referee.cli.demo import SAMPLE_BOTS, sample_bot_commands
+from referee.cli.demo import SAMPLE_BOTS, sample_bot_commands, sample_bot_folder
 
 from ..config import load_config
 from ..errors import UsageError
@@ -29,7 +29,7 @@ DEMO_FILE = "demo.toml"
 
 
 def demo_text(bots: dict[str, str], games_per_pairing: int, move_time_ms: int, seed: int) -> str:
-    """The demo's tournament file."""
+    """The demo's tournament file: each bot runs in its sample folder (all a sandbox shows it)."""
     lines = [
         'name = "demo"',
         "players = 2",
@@ -42,7 +42,8 @@ def demo_text(bots: dict[str, str], games_per_pairing: int, move_time_ms: int, s
         "",
     ]
     for name, command in bots.items():
-        lines += ["[[bots]]", f"name = {json.dumps(name)}", f"command = {json.dumps(command)}", ""]
+        lines += ["[[bots]]", f"name = {json.dumps(name)}", f"command = {json.dumps(command)}",
+                  f"cwd = {json.dumps(str(sample_bot_folder(name)))}", ""]
     return "\n".join(lines)
 
 

@@ -42,7 +42,9 @@ TREE_FORMAT = "royal-casino-archive-tree 1"
 # Readable by the sandbox's per-bot uids, and read-only for everyone: a bot (or an interpreter's
 # byte-code cache) cannot change the cached copy that the next game starts from.
 FOLDER_MODE, FILE_MODE, PROGRAM_MODE = 0o555, 0o444, 0o555
-ROOT_MODE = 0o755
+# The cache's root: others (a bot's uid) may pass through to an archive's folder, not list the
+# others; a tree's digest is the arena's alone.
+ROOT_MODE, TREE_MODE = 0o711, 0o600
 
 
 def default_cache_root() -> Path:
@@ -74,6 +76,7 @@ class ArchiveCache:
         with self._lock:
             if sha256 in self._checked and folder.is_dir():
                 return folder
+        self._make_root()
         if folder.is_dir():
             if self._intact(folder):
                 return self._remember(sha256, folder)
@@ -94,13 +97,17 @@ class ArchiveCache:
         return folder
 
     def _make_root(self) -> None:
-        if not self.root.is_dir():
-            try:
+        """The cache's root, made if missing; its mode ROOT_MODE when this user owns it (a root made
+        by an older version was 0755: others could list every archive in it)."""
+        try:
+            if not self.root.is_dir():
                 self.root.mkdir(parents=True, exist_ok=True)
+            info = self.root.stat()
+            if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != ROOT_MODE:
                 self.root.chmod(ROOT_MODE)
-            except OSError as exc:
-                raise ArchiveError(f"cannot create the archive cache {shown(str(self.root))}: "
-                                   f"{exc.strerror or exc} (set {CACHE_ENV} to another folder)") from None
+        except OSError as exc:
+            raise ArchiveError(f"cannot create the archive cache {shown(str(self.root))}: "
+                               f"{exc.strerror or exc} (set {CACHE_ENV} to another folder)") from None
 
     def _unpack(self, content: bytes, sha256: str, folder: Path) -> None:
         if not hasattr(tarfile, "data_filter"):  # Python 3.11.4+; the filter is the unpacker's second line
@@ -212,16 +219,17 @@ def _remove_tree(folder: Path) -> None:
     for top, dirs, _ in os.walk(folder):
         for name in dirs:
             with contextlib.suppress(OSError):
-                os.chmod(os.path.join(top, name), ROOT_MODE)
+                os.chmod(os.path.join(top, name), 0o700)
     with contextlib.suppress(OSError):
-        folder.chmod(ROOT_MODE)
+        folder.chmod(0o700)
     shutil.rmtree(folder, ignore_errors=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.chmod(FILE_MODE)
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, TREE_MODE), "w",
+                   encoding="utf-8") as file:
+        file.write(text)
     os.replace(temporary, path)
 
 

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from referee.bots.endpoint import BotEndpoint
 from referee.bots.launcher import Launcher
+from referee.bots.logcap import private_folder
 from referee.bots.slot import BotSlot
 from referee.bots.sockets import label_room, socket_root
 from referee.match.game import Observer, play_game
@@ -86,7 +87,7 @@ class InProcessExecutor:
         if pool is None:
             # made with the first bot, not before: a process that plays nothing (a queued ladder's
             # coordinator) writes nothing beside a tournament file that may be read-only
-            self.logs_dir.mkdir(parents=True, exist_ok=True)
+            private_folder(self.logs_dir)
             pool = self._pools[bot] = _BotPool(bot, self.logs_dir, Path(self._sockets.name), self.launcher)
         return pool
 

@@ -37,7 +37,6 @@ from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
 from sqlalchemy import Connection
 
-from referee.sandbox import make_launcher
 
 from ..config import ConfigError, LadderConfig, TournamentConfig
 from ..errors import UsageError, shown
@@ -53,6 +52,7 @@ from .queue import live_jobs, make_app, require_postgresql
 from .queue_status import QueueGauges
 from .rate import apply_ratings
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
+from .sandbox import arena_launcher
 
 log = logging.getLogger(__name__)
 JOB_ID = "ladder-round"
@@ -112,7 +112,8 @@ class LadderServer:
         self.max_rounds = max_rounds
         self.queue = queue
         self._queue_app = make_app() if queue else None
-        self.executor = InProcessExecutor(logs_dir_for(config), make_launcher(config.sandbox))
+        self.executor = InProcessExecutor(logs_dir_for(config),
+                                          arena_launcher(config.sandbox, store.sqlite_path, logs_dir_for(config)))
         self.archives = ArchiveCache()  # one for every round: each unpacked archive is checked once
         self.rounds_played = 0
         self.status = 0

@@ -117,7 +117,8 @@ class GameJob:
 
     def to_args(self) -> dict[str, Any]:
         sandbox = dataclasses.asdict(self.sandbox)
-        sandbox["read_only"], sandbox["pass_env"] = list(self.sandbox.read_only), list(self.sandbox.pass_env)
+        for key in ("read_only", "private", "pass_env"):
+            sandbox[key] = list(getattr(self.sandbox, key))
         return {"format": JOB_FORMAT, "version": 1, "game_id": self.game_id, "tournament_id": self.tournament_id,
                 "number": self.number, "setup": self.setup.to_dict(), "sandbox": sandbox}
 

@@ -31,6 +31,7 @@ from ..cores import available_cores, oversubscription_warning  # noqa: F401  (ar
 from .executor import GameExecutor, SeatBot
 from .live import LiveWriter
 from .rate import apply_ratings
+from .sandbox import refuse_hidden_views
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -293,6 +294,8 @@ class TournamentRunner:
             log.info("%d game(s) left running by an earlier process will be replayed", requeued)
         await self._db(apply_ratings, self.store, self.tid)
         bots = await self._db(seat_bots, self.store, self.tid, False, self.archives)
+        if (launcher := getattr(self.executor, "launcher", None)) is not None:
+            refuse_hidden_views(launcher, bots.values())
         BOTS.keep_only([bot.name for bot in bots.values()])  # per-bot metrics: this tournament's bots only
         running: dict[asyncio.Task[None], GameTask] = {}
         stop_wait = asyncio.ensure_future(self.stopping.wait())

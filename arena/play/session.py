@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from referee.sandbox import make_launcher
 
 from ..config import TournamentConfig
 from ..errors import UsageError
@@ -24,6 +23,7 @@ from ..store.store import Store
 from .executor import GameExecutor, InProcessExecutor
 from .queue import live_jobs
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament
+from .sandbox import arena_launcher
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,8 @@ class TournamentSession:
         config = self.config
         store = self._store = Store(config.database)
         lease: Lease | None = None
-        executor = self._executor or InProcessExecutor(logs_dir_for(config), make_launcher(config.sandbox))
+        executor = self._executor or InProcessExecutor(
+            logs_dir_for(config), arena_launcher(config.sandbox, store.sqlite_path, logs_dir_for(config)))
         try:
             tid = self._tid = open_tournament(store, config)
             queued = store.in_transaction(lambda conn: live_jobs(conn, tid))

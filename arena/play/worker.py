@@ -39,7 +39,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from referee.match.game import Observer
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
-from referee.sandbox import SandboxSettings, make_launcher
+from referee.sandbox import SandboxSettings
 
 from ..errors import ArenaError, UsageError
 from ..metrics import WORKER_JOBS
@@ -64,6 +64,7 @@ from .queue import (
 )
 from .rate import apply_ratings
 from .runner import MAX_ATTEMPTS, seat_bots
+from .sandbox import arena_launcher
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # procrastinate's worker heartbeat
@@ -380,7 +381,9 @@ class QueueWorker:
                 self._temp = self._temp or tempfile.TemporaryDirectory(prefix="arena-worker-logs-")
                 self._logs_root = Path(self._temp.name)
             logs = self._logs_root / f"tournament-{job.tournament_id}"
-            executor = self._executors[key] = InProcessExecutor(logs, make_launcher(job.sandbox))
+            database = self.store.sqlite_path if self.store is not None else None
+            executor = self._executors[key] = InProcessExecutor(
+                logs, arena_launcher(job.sandbox, database, self._logs_root, self.archives.root))
         return executor
 
     # --- the process --------------------------------------------------------------------------

@@ -202,6 +202,23 @@ def _read_only_sqlite(path: str) -> Callable[[], sqlite3.Connection] | None:
     return lambda: sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
 
 
+def _keep_private(path: str) -> None:
+    """A SQLite file only its owner reads: made with mode 0600 when it is new (SQLite gives its
+    -wal and -shm files the same mode), and with no permission for others when this user owns it
+    (a bot's uid is an "other": the file holds every archive, record and token hash)."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    except OSError:
+        return  # not writable here: opening it says why
+    for file in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+        try:
+            info = os.stat(file)
+            if info.st_uid == os.geteuid() and info.st_mode & 0o007:
+                os.chmod(file, info.st_mode & 0o770)
+        except OSError:
+            continue
+
+
 def _alembic_config() -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
@@ -287,11 +304,14 @@ class Store:
         self.read_only = read_only
         kwargs: dict[str, Any] = {}
         sqlite = parsed.get_backend_name() == "sqlite"
+        self.sqlite_path: str | None = None  # the database's file, for a SQLite file
         if sqlite:
             kwargs["connect_args"] = {"timeout": 30}
             if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+                self.sqlite_path = os.path.abspath(parsed.database)
                 if not read_only:
                     Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+                    _keep_private(parsed.database)
                 elif (creator := _read_only_sqlite(parsed.database)) is not None:
                     kwargs.update(creator=creator, poolclass=NullPool)
         else:

@@ -26,7 +26,7 @@ from ..metrics import BOTS_RUNNING
 from .cpu import CpuMeter, ProcTreeMeter
 from .die_with_parent import guard_argv
 from .endpoint import BotEndpoint
-from .logcap import CappedLog
+from .logcap import CappedLog, open_log, private_folder
 
 ADDRESS_ENV = "CASINO_BOT_ADDRESS"
 STOP_WAIT_S = 2.0
@@ -78,8 +78,8 @@ class BotProcess:
         try:
             argv, env, cwd = self.command()
             argv = guard_argv(argv)  # on Linux it dies with the referee, even one killed with SIGKILL
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.log_path, "ab") as log:
+            private_folder(self.log_path.parent)
+            with open_log(self.log_path) as log:
                 log.write(f"{self.header()}\n".encode())
             read_end, write_end = os.pipe()
             try:

@@ -8,8 +8,24 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import BinaryIO
 
 CHUNK = 1 << 16
+
+
+def private_folder(folder: Path) -> None:
+    """Make ``folder`` (and what is missing above it) for the referee's own files, bot logs: a new
+    folder is 0700, and one this user owns loses every permission of others (a bot's uid is an
+    "other"; a log holds what its bot printed, which is its owner's alone)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.stat()
+    if info.st_uid == os.geteuid() and info.st_mode & 0o007:
+        folder.chmod(info.st_mode & 0o770)
+
+
+def open_log(path: Path) -> BinaryIO:
+    """``path`` opened to append, made with mode 0600 when it is new."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "ab")
 
 
 def cut_marker(cap: int) -> bytes:
@@ -31,7 +47,7 @@ class CappedLog:
 
     def _copy(self) -> None:
         try:
-            with open(self.path, "ab") as log:
+            with open_log(self.path) as log:
                 room = max(0, self.cap - log.tell())
                 while chunk := os.read(self._fd, CHUNK):
                     if room:

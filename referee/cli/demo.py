@@ -43,6 +43,11 @@ def sample_bot_commands(out=sys.stdout) -> dict[str, str]:  # type: ignore[no-un
     return bots
 
 
+def sample_bot_folder(name: str) -> Path:
+    """The folder a sample bot runs in (its working directory: what a sandbox shows it)."""
+    return SAMPLE_BOTS / ("node" if name == "node" else "python")
+
+
 def run_demo(games: int, move_time_ms: int, seed: int) -> int:
     if not SAMPLE_BOTS.is_dir():
         sys.stderr.write(f"referee: error: no sample bots at {SAMPLE_BOTS} (run from a checkout of the repository)\n")
@@ -51,7 +56,8 @@ def run_demo(games: int, move_time_ms: int, seed: int) -> int:
     print(f"demo: {', '.join(bots)}; {games} games per pair, {move_time_ms} ms per move\n")
     table = {name: [0, 0, 0, 0] for name in bots}  # games, wins, draws, losses
     for a, b in itertools.combinations(bots, 2):
-        spec = MatchSpec(bots=[BotEndpoint.parse(bots[a]), BotEndpoint.parse(bots[b])], options=RuleOptions(players=2),
+        spec = MatchSpec(bots=[BotEndpoint.parse(bots[n], cwd=str(sample_bot_folder(n))) for n in (a, b)],
+                         options=RuleOptions(players=2),
                          games=games, seed=seed, time_control=TimeControl(move_time_ms=move_time_ms))
         report = asyncio.run(run_match(spec))
         print(f"  ({a} vs {b}: bot logs in {report.logs_dir})")

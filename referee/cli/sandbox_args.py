@@ -15,7 +15,8 @@ from .files import read_text_file
 
 MAX_TOURNAMENT_FILE_BYTES = 1 << 20
 FLAGS = {"--memory": "memory_mib", "--processes": "processes", "--cpus": "cpus", "--log-cap": "log_cap_mib",
-         "--read-only": "read_only paths"}
+         "--read-only": "read_only paths", "--private": "private paths"}
+PATH_KEYS = ("read_only", "private")  # [sandbox] keys holding paths: a relative one is from the file's folder
 
 
 def add_sandbox_args(p: argparse.ArgumentParser) -> None:
@@ -28,6 +29,9 @@ def add_sandbox_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--log-cap", type=float, metavar="MIB", help="of each bot's output kept in its log (default 4)")
     g.add_argument("--read-only", action="append", metavar="PATH", default=None,
                    help="a host path bots may also read (repeat for more), e.g. a runtime outside their folder")
+    g.add_argument("--private", action="append", metavar="PATH", default=None,
+                   help="a host path no bot may be shown, nor a folder holding it (repeat for more), e.g. a "
+                        "database or a folder of secrets beside the bots")
     g.add_argument("--sandbox-from", metavar="TOURNAMENT_FILE",
                    help="the [sandbox] table of this tournament file (flags given here override it)")
 
@@ -44,14 +48,15 @@ def settings_from_args(args: argparse.Namespace) -> SandboxSettings:
         if not isinstance(table, dict):
             raise UsageError(f"{args.sandbox_from}: sandbox must be a table ([sandbox] section)")
         folder = os.path.dirname(os.path.abspath(args.sandbox_from))
-        table = {**table, **({"read_only": [os.path.join(folder, p) for p in table["read_only"]]}
-                             if isinstance(table.get("read_only"), list)
-                             and all(isinstance(p, str) for p in table["read_only"]) else {})}
+        table = {**table, **{key: [os.path.join(folder, p) for p in table[key]] for key in PATH_KEYS
+                             if isinstance(table.get(key), list) and all(isinstance(p, str) for p in table[key])}}
         settings = SandboxSettings.from_table(table, where=f"{args.sandbox_from}: [sandbox]")
     extra = tuple(os.path.abspath(p) for p in args.read_only) if args.read_only else None
+    private = tuple(os.path.abspath(p) for p in args.private) if args.private else None
     try:
         return settings.replace(mode=args.sandbox, memory_mib=args.memory, processes=args.processes, cpus=args.cpus,
-                                log_cap_mib=args.log_cap, read_only=(*settings.read_only, *extra) if extra else None)
+                                log_cap_mib=args.log_cap, read_only=(*settings.read_only, *extra) if extra else None,
+                                private=(*settings.private, *private) if private else None)
     except SandboxSettingsError as exc:  # named as the flags are
         lines = [line.replace("sandbox ", "", 1) for line in exc.errors]
         for flag, name in FLAGS.items():

@@ -22,6 +22,7 @@ from typing import Any
 from casino.v1 import referee_pb2
 
 from ..bots.launcher import Launcher
+from ..bots.logcap import private_folder
 from ..bots.slot import BotSlot
 from ..bots.sockets import label_room, socket_root
 from ..clock import MONOTONIC, Clock
@@ -56,7 +57,7 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MO
         keep_record = functools.partial(write_record, spec.records_dir)
     match_id = spec.match_id or uuid.uuid4().hex[:12]
     logs_dir = spec.logs_dir / match_id if spec.logs_dir else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
-    logs_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(logs_dir)
     if spec.records_dir:
         spec.records_dir.mkdir(parents=True, exist_ok=True)
     with socket_root("casino-sock-", label_room(len(f"bot{len(spec.bots)}"))) as socket_dir:

@@ -17,7 +17,7 @@ from ..errors import UsageError
 from .machine import Machine, probe
 from .process import SandboxedProcess, finish_abandoned, limit_lines
 from .settings import SandboxSettings
-from .view import bot_view, etc_entries, system_entries
+from .view import bot_view, etc_entries, shown_problem, system_entries
 
 MAX_NOTES = 1000  # limit lines kept for `referee check` (a long tournament notes the first ones)
 _SAID: set[str] = set()
@@ -74,6 +74,18 @@ class SandboxLauncher:
         have = {"memory": "memory", "pids": "processes", "cpu": "cpus"}
         return {limit: "cgroup" for controller, limit in have.items() if controller in tree.bases}
 
+    def view_problem(self, endpoint: BotEndpoint) -> str | None:
+        """Why a bot of ``endpoint`` could not be started here for what it would be shown (its
+        folder holds a private path, or its program is missing), or None; the referee's own logs
+        and sockets are checked at each start (they are not known before)."""
+        if not endpoint.is_process:
+            return None
+        try:
+            view = bot_view(endpoint, self.settings.read_only, os.environ)
+        except OSError as exc:
+            return str(exc)
+        return shown_problem(view, [("a private path", path) for path in self.settings.private])
+
     def describe(self, endpoint: BotEndpoint) -> list[str]:
         """What a bot of ``endpoint`` gets: its mode, uid, limits and what it may read (for
         ``referee check``)."""
@@ -95,10 +107,7 @@ class SandboxLauncher:
                 return [*lines, f"cannot start it: {exc}"]
             system = [path for path, _ in system_entries()] + ["/etc (" + str(len(etc_entries())) + " entries)"]
             lines.append("read-only: system " + " ".join(system))
-            if view.bot_folder and view.bot_folder in view.read_only:
-                lines.append(f"read-only: its folder {view.bot_folder}")
-            else:
-                lines.append("read-only: no folder of its own (give it a cwd, or run a script of its folder)")
+            lines.append(f"read-only: its folder {view.bot_folder} (its working directory)")
             for path in view.read_only:
                 if path != view.bot_folder and path in view.runtime:
                     lines.append(f"read-only: its runtime {path}")

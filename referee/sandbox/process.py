@@ -25,7 +25,7 @@ from .machine import Machine
 from .seccomp import program, program_fd
 from .settings import MIB, SandboxSettings, pass_env_from_environment
 from .uids import UidLease, take_uid
-from .view import DEFAULT_PATH, BotView, bot_view, etc_entries, inside, system_entries
+from .view import DEFAULT_PATH, BotView, bot_view, etc_entries, shown_problem, system_entries
 
 HOME_INSIDE = "/tmp"
 # Bots whose stop was interrupted (a match cancelled again while it stopped them): killed, but
@@ -85,7 +85,8 @@ class SandboxedProcess(BotProcess):
         machine, settings, tools = self.machine, self.settings, self.machine.tools
         view = self.view = bot_view(self.endpoint, settings.read_only, os.environ)
         socket_folder = Path(self.address.removeprefix("unix:")).parent
-        _check_own_folder(view, self.log_path, socket_folder)
+        if problem := shown_problem(view, self.private_paths(socket_folder)):
+            raise PermissionError(problem)
         if machine.as_root:
             _check_readable_by_others(view)
             if self.mode == "limits":  # no mount namespace: its uid walks the host's paths
@@ -133,6 +134,12 @@ class SandboxedProcess(BotProcess):
         if self.cgroup is not None:
             argv = [*join_command(self.cgroup.procs_files(), tools["sh"] or "/bin/sh"), *argv]
         return argv, outer_env, cwd
+
+    def private_paths(self, socket_folder: Path) -> list[tuple[str, str]]:
+        """What this bot may not be shown: the referee's logs and the bots' sockets, and the
+        settings' private paths (the arena's database, logs and archive cache among them)."""
+        return [("the referee's logs", str(self.log_path.parent)), ("the bots' sockets", str(socket_folder.parent)),
+                *(("a private path", path) for path in self.settings.private)]
 
     def _environment(self, view: BotView) -> dict[str, str]:
         """What the bot's environment holds besides HOME, TMPDIR and its address: PATH, the
@@ -281,18 +288,6 @@ def _descendants(pid: int) -> set[int]:
                         found.add(int(child))
                         todo.append(int(child))
     return found
-
-
-def _check_own_folder(view: BotView, log_path: Path, socket_folder: Path) -> None:
-    """PermissionError when a path shown to the bot holds the referee's logs or its sockets (its
-    folder would be a tournament's, with the database and every bot's log next to it), or is /."""
-    for path in view.read_only:
-        if path == "/":
-            raise PermissionError("the bot's folder would be / (all of the host): give it a folder of its own")
-        for what, inner in (("the referee's logs", log_path.parent), ("the bots' sockets", socket_folder.parent)):
-            if any(inside(form, path) for form in (os.path.abspath(inner), str(inner.resolve()))):
-                raise PermissionError(f"{path} holds {what} ({inner}): give the bot a folder of its own "
-                                      "(cwd), not one with the tournament's files")
 
 
 def _check_readable_by_others(view: BotView) -> None:

@@ -74,6 +74,9 @@ class SandboxSettings:
     tmp_mib: int = 64  # its private /tmp (and /dev/shm), each a tmpfs of this size
     log_cap_mib: float = 4.0  # of its stdout and stderr kept in its log; the rest is discarded
     read_only: tuple[str, ...] = ()  # more host paths it may read (e.g. a runtime outside its folder)
+    # host paths no bot is ever shown: no folder holding one, nothing inside one but a bot's own
+    # folder (the arena adds its database, bot logs and archive cache; referee/sandbox/view.py)
+    private: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()  # names of the referee's environment variables it also gets
     uid_first: int = 800_000  # the uids bots run as when the referee is root: uid_first ...
     uid_count: int = 10_000  # ... uid_first + uid_count - 1, one per running bot
@@ -98,12 +101,14 @@ class SandboxSettings:
             if not ok:
                 kind = "a number" if name in ("cpus", "log_cap_mib") else "a whole number"
                 errors.append(f"sandbox {name} must be {kind} from {_number(low)} to {_number(high)}, not {value!r}")
-        if not isinstance(self.read_only, tuple) or not all(isinstance(p, str) for p in self.read_only):
-            errors.append("sandbox read_only must be a list of paths")
-        else:
-            for path in self.read_only:
+        for name in ("read_only", "private"):
+            paths = getattr(self, name)
+            if not isinstance(paths, tuple) or not all(isinstance(p, str) for p in paths):
+                errors.append(f"sandbox {name} must be a list of paths")
+                continue
+            for path in paths:
                 if not os.path.isabs(path) or "\0" in path or not path.isprintable():
-                    errors.append(f"sandbox read_only paths must be absolute, not {path!r}")
+                    errors.append(f"sandbox {name} paths must be absolute, not {path!r}")
         if not isinstance(self.pass_env, tuple) or not all(
                 isinstance(n, str) and _ENV_NAME.fullmatch(n) for n in self.pass_env):
             errors.append(f"sandbox pass_env must be environment variable names, not {self.pass_env!r}")
@@ -134,7 +139,7 @@ class SandboxSettings:
         for key, value in table.items():
             if key not in known:
                 continue
-            if key in ("read_only", "pass_env"):
+            if key in ("read_only", "private", "pass_env"):
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     errors.append(f"{where} {key}: must be a list of strings")
                     continue

@@ -1,9 +1,10 @@
 """What a bot can see in its sandbox: its program, its own folder, its runtime, and the system's
 read-only folders; nothing else of the host (docs/sandbox.md, "What a bot sees").
 
-- The bot's folder: the endpoint's ``cwd`` when it has one; else the folder of the first argument
-  that names an existing file (the script an interpreter runs: ``python bots/x.py``); else the
-  program's folder when the program is named by a path (``./mybot``).
+- The bot's folder: its working directory, the endpoint's ``cwd`` (a package's or an archive's
+  root, a ``cwd`` of the tournament file) or, without one, the folder it is started in (the
+  referee's own working directory). Never a folder its arguments name: a command's arguments are
+  the bot author's to write (``python ../other/secret.py`` shows nothing more).
 - Its runtime: every folder its program lives in outside the system's folders, following its
   symbolic links (a virtual environment's ``python`` leads to the interpreter it was made from);
   for a virtual environment also the source folders its editable installs point to (``pip
@@ -12,6 +13,10 @@ read-only folders; nothing else of the host (docs/sandbox.md, "What a bot sees")
   of ``/etc`` entries an interpreter needs (``ETC_ENTRIES``); never shadow, ssh, or package
   manager credentials.
 - The settings' ``read_only`` paths.
+
+No path shown may hold a private path (``shown_problem``): the referee's logs and sockets, the
+arena's database, logs and archive cache, the settings' ``private`` paths; nor lie inside one,
+but for the bot's own folder (a stored archive's folder lies inside the archive cache).
 """
 
 from __future__ import annotations
@@ -41,8 +46,7 @@ class BotView:
     """A bot's command and the host paths it may read (each shown at the same path inside)."""
 
     argv: tuple[str, ...]  # argv[0] resolved to an absolute path (the sandbox's PATH may not find it)
-    cwd: str  # its working directory (a host path, the same inside)
-    bot_folder: str | None
+    cwd: str  # its working directory (a host path, the same inside): its own folder
     runtime: tuple[str, ...]
     extra: tuple[str, ...]
     path_env: str  # the PATH it gets unless its spec sets one: its program's folder first
@@ -50,7 +54,12 @@ class BotView:
     @property
     def read_only(self) -> tuple[str, ...]:
         """Every path it may read besides the system's: no path twice, none inside another."""
-        return minimal_paths([*(p for p in (self.bot_folder,) if p), *self.runtime, *self.extra])
+        return minimal_paths([self.cwd, *self.runtime, *self.extra])
+
+    @property
+    def bot_folder(self) -> str:
+        """Its own folder: its working directory."""
+        return self.cwd
 
 
 def inside(path: str, folder: str) -> bool:
@@ -98,10 +107,11 @@ def runtime_folders(program: str) -> list[str]:
         folder = os.path.dirname(path)
         if not under_system(path):
             prefix = os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder
-            if prefix not in found and prefix != "/":
-                found.append(prefix)
-                if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
-                    found += [p for p in venv_sources(prefix) if p not in found]
+            for place in dict.fromkeys((prefix, os.path.realpath(prefix))):  # a linked venv: both
+                if place not in found and place != "/" and not under_system(place):
+                    found.append(place)
+            if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
+                found += [p for p in venv_sources(prefix) if p not in found]
         if not os.path.islink(path):
             break
         path = os.path.normpath(os.path.join(folder, os.readlink(path)))
@@ -155,22 +165,6 @@ def _editable_mapping(source: str) -> list[str]:
     return paths
 
 
-def bot_folder(argv: tuple[str, ...], program: str, cwd: str, endpoint_cwd: str | None,
-               program_named_by_path: bool) -> str | None:
-    """The bot's own folder, by the rules of the module docstring."""
-    if endpoint_cwd:
-        return os.path.normpath(os.path.join(cwd, endpoint_cwd))
-    for arg in argv[1:]:
-        if arg.startswith("-") or "\0" in arg:
-            continue
-        path = os.path.normpath(os.path.join(cwd, arg))
-        if os.path.isfile(path):
-            return os.path.dirname(path)
-    if program_named_by_path:
-        return os.path.dirname(program)
-    return None
-
-
 def bot_view(endpoint: BotEndpoint, extra: Iterable[str], environ: Mapping[str, str]) -> BotView:
     """What ``endpoint``'s bot sees (reads the file system: programs, links, a venv's files);
     FileNotFoundError when its program cannot be found."""
@@ -178,11 +172,10 @@ def bot_view(endpoint: BotEndpoint, extra: Iterable[str], environ: Mapping[str, 
     env = dict(endpoint.env)
     program = resolve_program(endpoint.command[0], cwd, env.get("PATH", environ.get("PATH", DEFAULT_PATH)))
     argv = (program, *endpoint.command[1:])
-    folder = bot_folder(argv, program, cwd, endpoint.cwd, os.sep in endpoint.command[0])
     runtime = runtime_folders(program)
     program_dir = os.path.dirname(program)
     path_env = DEFAULT_PATH if under_system(program_dir) else f"{program_dir}:{DEFAULT_PATH}"
-    return BotView(argv=argv, cwd=cwd, bot_folder=folder, runtime=tuple(runtime),
+    return BotView(argv=argv, cwd=cwd, runtime=tuple(runtime),
                    extra=tuple(os.path.normpath(p) for p in extra), path_env=path_env)
 
 
@@ -200,3 +193,28 @@ def system_entries() -> list[tuple[str, str | None]]:
 def etc_entries() -> list[str]:
     """The /etc entries of ``ETC_ENTRIES`` there are here."""
     return [f"/etc/{name}" for name in ETC_ENTRIES if os.path.lexists(f"/etc/{name}")]
+
+
+def shown_problem(view: BotView, private: Iterable[tuple[str, str]]) -> str | None:
+    """Why ``view`` may not be shown to a bot, or None: a path shown is ``/``, holds one of the
+    ``private`` paths ((what it is, its path), e.g. ("the arena's database", "/srv/cup.db")), or
+    lies inside one (the bot's own folder may: a stored archive's folder is inside the cache).
+    Paths are compared as given and with their symbolic links resolved."""
+    secrets = [(what, _forms(path)) for what, path in private]
+    own = _forms(view.cwd)
+    for path in view.read_only:
+        if path == "/":
+            return "the bot's folder would be / (all of the host): give it a folder of its own (cwd)"
+        forms = _forms(path)
+        for what, secret in secrets:
+            if any(inside(s, f) for s in secret for f in forms):
+                return (f"{path} holds {what} ({min(secret)}): give the bot a folder of its own (cwd), not one "
+                        "with the tournament's files")
+            if not forms & own and any(inside(f, s) for s in secret for f in forms):
+                return f"{path} is inside {what} ({min(secret)}): a bot is shown no part of it but its own folder"
+    return None
+
+
+def _forms(path: str) -> set[str]:
+    """A path absolute and normalised, and with its symbolic links resolved."""
+    return {os.path.normpath(os.path.abspath(path)), os.path.realpath(path)}

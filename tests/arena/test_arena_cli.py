@@ -572,8 +572,8 @@ def read_only_copy(built: Built) -> Iterator[Path]:
     path.write_text(path.read_text(encoding="utf-8").replace(sys.executable, "/usr/bin/env"), encoding="utf-8")
     (base / "out").mkdir(mode=0o777)
     (base / "out").chmod(0o777)  # where the reader may export to
-    for item in (*folder.iterdir(), folder):
-        item.chmod(item.stat().st_mode & ~0o222)
+    for item in (*folder.iterdir(), folder):  # shared for reading (the arena makes its database its own: 0600)
+        item.chmod(item.stat().st_mode & ~0o222 | 0o444)
     try:
         yield path
     finally:

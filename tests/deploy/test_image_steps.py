@@ -93,7 +93,7 @@ def _check_image(tmp_path: Path, venv: Path, bots: Path) -> None:
     python = venv / "bin" / "python"
     match = _entrypoint(venv, "referee", "match", "--bot", f"{python} {bots}/python/greedy_bot.py",
                         "--bot", f"node {bots}/node/bot.js", "--games", "2", "--move-time", "500", "--seed", "3",
-                        cwd=work)
+                        cwd=bots)  # as the image's Referee runs them: in the bots' folder (their sandbox shows it)
     assert match.returncode == 0, match.stdout[-2000:] + match.stderr[-2000:]
     games = [line for line in match.stdout.splitlines() if line.startswith("game ")]
     assert len(games) == 2 and all("forfeit" not in line for line in games), match.stdout

@@ -1,7 +1,8 @@
 """docs/how-to-write-a-bot.md stays true: its bot, every command of its shell blocks and its
-tournament file are run as written (real processes, real gRPC, a real SQLite database), with
-only the paths moved into a temporary folder (the page's bot file, records and tournament); the
-engine names it calls public are the engine's public names."""
+tournament file are run as written (real processes, real gRPC, a real SQLite database, the real
+sandbox), from the root of a repository laid out in a temporary folder (the page's bot next to the
+SDK and the sample bots, the interpreter at .venv); the engine names it calls public are the
+engine's public names."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import referee.wire.convert
 import referee.rules
@@ -34,12 +37,16 @@ def commands(block: str) -> list[str]:
 
 def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) -> None:
     (bot,) = blocks("python")
-    # as on the page: the bot in a folder of its own next to the SDK (a sandboxed bot sees only its
-    # folder and its interpreter's), the tournament file and its logs and database one folder up
-    bots = tmp_path / "bots"
-    bots.mkdir(mode=0o755)
+    # as on the page, in a repository of the test's own: the bot next to the SDK and the sample bots
+    # in sample_bots/python, the interpreter at .venv (this one's environment), the commands run from
+    # its root (all a sandboxed bot started there sees), the tournament file at its root
+    if not (Path(sys.prefix) / "pyvenv.cfg").is_file():
+        pytest.skip("the page's commands use a virtual environment's interpreter; these tests run in none")
+    bots = tmp_path / "sample_bots" / "python"
+    bots.mkdir(parents=True)
+    (tmp_path / ".venv").symlink_to(sys.prefix)
     (bots / "my_bot.py").write_text(bot, encoding="utf-8")
-    for sdk in (ROOT / "sample_bots" / "python").glob("casino_bot*"):
+    for sdk in [*(ROOT / "sample_bots" / "python").glob("casino_bot*"), *(ROOT / "sample_bots" / "python").glob("*_bot.py")]:
         if sdk.is_dir():
             shutil.copytree(sdk, bots / sdk.name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
@@ -47,12 +54,11 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
     (toml,) = blocks("toml")
     records = tmp_path / "rec"
     python = shlex.quote(sys.executable)
+    assert BOT_PATH in PAGE
 
     def local(text: str) -> str:
         """The page's paths, as this test runs them."""
-        moved = {".venv/bin/referee": f"{python} -m referee.cli", ".venv/bin/arena": f"{python} -m arena.cli",
-                 ".venv/bin/python": python, BOT_PATH: str(bots / "my_bot.py"),
-                 "my-cup.toml": str(tmp_path / "my-cup.toml"), " rec/": f" {records}/"}
+        moved = {".venv/bin/referee": f"{python} -m referee.cli", ".venv/bin/arena": f"{python} -m arena.cli"}
         return re.sub("|".join(map(re.escape, moved)), lambda m: moved[m.group(0)], text)  # one pass
 
     (tmp_path / "my-cup.toml").write_text(local(toml), encoding="utf-8")
@@ -62,9 +68,9 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
     for line in (command for block in blocks("sh") for command in commands(block)):
         if "<one of the records>" in line:
             first = min(records.glob("*.json"))
-            line = line.replace("rec/<one of the records>.json", str(first))
+            line = line.replace("rec/<one of the records>.json", str(first.relative_to(tmp_path)))
         argv = shlex.split(local(line))
-        done = subprocess.run(argv, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(argv, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"{line}\nexit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         outputs[" ".join(line.split()[:2])] = done.stdout
 

@@ -42,12 +42,13 @@ def test_mode_none_is_said_once_and_plays(tmp_path: Path) -> None:
 @needs_bwrap
 def test_check_reports_the_sandbox_and_the_limit_a_bot_reached(tmp_path: Path) -> None:
     hog = shlex.join([sys.executable, str(HOSTILE / "hog_memory.py")])
-    done = run_referee("check", "--bot", hog, "--memory", "128", "--games", "1", "--sandbox", "bwrap", timeout=180)
+    done = run_referee("check", "--bot", hog, "--memory", "128", "--games", "1", "--sandbox", "bwrap", timeout=180,
+                       cwd=HOSTILE)
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
     assert out.splitlines()[1].startswith("sandbox: bwrap: own PID, network, IPC, UTS namespaces (no network), ")
     assert "  limits: memory 128 MiB (cgroup), processes 128 (cgroup)" in out
-    assert f"  read-only: its folder {HOSTILE}" in out
+    assert f"  read-only: its folder {HOSTILE} (its working directory)" in out
     assert "limits reached: " in out
     assert " x against itself: memory limit (128 MiB) reached: 1 process(es) killed" in out
     assert "crash: the bot process killed by the sandbox: memory limit (128 MiB)" in out

@@ -47,7 +47,8 @@ pytestmark = pytest.mark.skipif(probe().bwrap_problem is not None,
 
 
 def hostile(script: str, **env: str) -> BotEndpoint:
-    return BotEndpoint.parse(shlex.join([sys.executable, str(HOSTILE / script)]), env=env)
+    """A hostile bot run in its folder (what the sandbox shows it)."""
+    return BotEndpoint.parse(shlex.join([sys.executable, str(HOSTILE / script)]), cwd=str(HOSTILE), env=env)
 
 
 def reports(log: Path) -> dict[str, Any]:
@@ -303,10 +304,10 @@ def test_a_tournament_with_hostile_bots_goes_on_and_leaves_nothing_running(tmp_p
     bot change nothing for the others, and no process is left when it ends."""
     database = tmp_path / "cup.db"
     bots = [
-        {"name": "reader", "command": shlex.join([sys.executable, str(HOSTILE / "read_files.py")]),
+        {"name": "reader", "command": shlex.join([sys.executable, str(HOSTILE / "read_files.py")]), "cwd": str(HOSTILE),
          "env": {"HOSTILE_READ": f"{database}:{ROOT / 'tests' / 'bots' / 'scripted_bot.py'}:{tmp_path / 'cup.toml'}"}},
-        {"name": "daemon", "command": shlex.join([sys.executable, str(HOSTILE / "daemon.py")])},
-        {"name": "signaller", "command": shlex.join([sys.executable, str(HOSTILE / "signal_others.py")]),
+        {"name": "daemon", "command": shlex.join([sys.executable, str(HOSTILE / "daemon.py")]), "cwd": str(HOSTILE)},
+        {"name": "signaller", "command": shlex.join([sys.executable, str(HOSTILE / "signal_others.py")]), "cwd": str(HOSTILE),
          "env": {"HOSTILE_MARKER": marker}},
         {"name": "victim", "command": builtin_bot_command(6), "env": {"HOSTILE_MARKER": marker}},
     ]

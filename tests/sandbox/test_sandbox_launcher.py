@@ -74,10 +74,10 @@ def limits_python() -> tuple[str, dict[str, str]]:
 
 
 async def start(launcher: SandboxLauncher | LocalLauncher, command: str, folder: Path, name: str = "b",
-                **env: str) -> BotProcess:
+                cwd: Path | None = None, **env: str) -> BotProcess:
     (folder / name).mkdir(exist_ok=True)
-    return await launcher.launch(BotEndpoint.parse(command, env=env), f"unix:{folder / name / '1.sock'}",
-                                 folder / f"{name}.log")
+    return await launcher.launch(BotEndpoint.parse(command, cwd=str(cwd) if cwd else None, env=env),
+                                 f"unix:{folder / name / '1.sock'}", folder / f"{name}.log")
 
 
 def printed_env(log: Path) -> tuple[dict[str, str], int]:
@@ -157,7 +157,7 @@ def test_a_folder_its_uid_cannot_read_is_refused_with_its_mode(socket_root: Path
     (private / "bot.py").write_text("")
     launcher = make_launcher(SandboxSettings(mode="bwrap"))
     with pytest.raises(PermissionError, match=r"is not readable by the bot's own uid \(mode 0700\): chmod o\+rx it"):
-        asyncio.run(start(launcher, f"{shlex.quote(sys.executable)} {private / 'bot.py'}", socket_root))
+        asyncio.run(start(launcher, f"{shlex.quote(sys.executable)} bot.py", socket_root, cwd=private))
 
 
 def test_the_mode_chosen_and_said_once() -> None:
@@ -246,11 +246,14 @@ def test_an_unprivileged_referee_sandboxes_its_bots_in_user_namespaces(socket_ro
            "PYTHONPATH": f"{site}:{ROOT}", "CASINO_TEST_SESSION": os.environ["CASINO_TEST_SESSION"],
            "CASINO_SANDBOX_PASS_ENV": "PYTHONPATH,CASINO_TEST_SESSION"}
     bomb = shlex.join([python, str(HOSTILE / "fork_bomb.py")])
+    work = socket_root / "work"  # the bots' working directory: their folder (/ would be refused)
+    work.mkdir()
+    os.chown(work, 65534, 65534)
     done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-m", "referee.cli",
                            "match", "--bot", bomb, "--bot", f"{python} -m referee.bots.builtin", "--processes", "32",
                            "--sandbox", "bwrap", "--read-only", str(ROOT), "--logs", str(socket_root / "logs"),
                            "--move-time", "2000"],
-                          cwd="/", env=env, capture_output=True, text=True, timeout=120, check=False)
+                          cwd=work, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "(forfeit)" not in done.stdout
     (log,) = (socket_root / "logs").glob("*/bot0.log")

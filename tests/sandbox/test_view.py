@@ -1,4 +1,4 @@
-"""What a bot sees: its folder (cwd, else its script's folder, else its program's), its runtime
+"""What a bot sees: its folder (its working directory, never what an argument names), its runtime
 found by following its program's links (a venv's interpreter, the venv's editable sources), and
 no path twice."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from referee.bots.endpoint import BotEndpoint
-from referee.sandbox.view import bot_view, minimal_paths, runtime_folders, venv_sources
+from referee.sandbox.view import bot_view, minimal_paths, runtime_folders, shown_problem, venv_sources
 from tests.conftest import ROOT
 
 
@@ -52,19 +52,45 @@ def test_this_projects_venv_shows_its_packages_not_the_whole_checkout() -> None:
     assert str(ROOT) not in sources, "the checkout itself (other bots, records) stays hidden"
 
 
-def test_the_bots_folder(tmp_path: Path) -> None:
+def test_the_bots_folder_is_its_working_directory_never_what_an_argument_names(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "bots" / "a").mkdir(parents=True)
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "data.db").write_text("")
     script = tmp_path / "bots" / "a" / "bot.py"
     script.write_text("")
     python = sys.executable
-    view = bot_view(BotEndpoint.parse(f"{python} -u {script} --level 3"), (), os.environ)
-    assert view.bot_folder == str(tmp_path / "bots" / "a") and view.argv[0] == os.path.normpath(python)
-    with_cwd = bot_view(BotEndpoint.parse(f"{python} bot.py", cwd=str(tmp_path / "bots" / "a")), (), os.environ)
+    with_cwd = bot_view(BotEndpoint.parse(f"{python} bot.py ../../secret/data.db", cwd=str(tmp_path / "bots" / "a")),
+                        (), os.environ)
     assert with_cwd.bot_folder == with_cwd.cwd == str(tmp_path / "bots" / "a")
-    module = bot_view(BotEndpoint.parse(f"{python} -m referee.bots.builtin"), (), os.environ)
-    assert module.bot_folder == os.path.dirname(os.path.normpath(python)), "the folder of its program"
+    assert str(tmp_path / "secret") not in with_cwd.read_only and str(tmp_path) not in with_cwd.read_only
+    monkeypatch.chdir(tmp_path / "bots")
+    started_here = bot_view(BotEndpoint.parse(f"{python} -u {script} {tmp_path / 'secret' / 'data.db'}"), (), os.environ)
+    assert started_here.bot_folder == str(tmp_path / "bots"), "without a cwd: where it is started, not its script's"
+    assert not any(p.startswith(str(tmp_path / "secret")) for p in started_here.read_only)
     on_path = bot_view(BotEndpoint.parse("true"), (), {"PATH": "/usr/bin:/bin"})
-    assert on_path.bot_folder is None and on_path.argv[0] in ("/usr/bin/true", "/bin/true")
+    assert on_path.bot_folder == str(tmp_path / "bots") and on_path.argv[0] in ("/usr/bin/true", "/bin/true")
+
+
+def test_no_folder_holding_or_inside_a_private_path_is_shown(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    own, other = cache / ("1" * 64), cache / ("2" * 64)
+    own.mkdir(parents=True)
+    other.mkdir()
+    (tmp_path / "cup.db").write_text("")
+    (tmp_path / "link").symlink_to(tmp_path)
+    python = sys.executable
+    private = [("the arena's database", str(tmp_path / "cup.db")), ("the archive cache", str(cache))]
+
+    def problem(cwd: Path, *extra: str) -> str | None:
+        return shown_problem(bot_view(BotEndpoint.parse(f"{python} bot.py", cwd=str(cwd)), extra, os.environ), private)
+
+    assert problem(own) is None, "its own archive's folder lies inside the cache: shown"
+    assert "holds the arena's database" in (problem(tmp_path) or "")
+    assert "holds the arena's database" in (problem(tmp_path / "link") or ""), "through a symbolic link too"
+    assert "holds the archive cache" in (problem(cache) or "")
+    assert "is inside the archive cache" in (problem(own, str(other)) or ""), "another archive, as an extra path"
+    assert "would be /" in (shown_problem(bot_view(BotEndpoint.parse(f"{python} x", cwd="/"), (), os.environ), []) or "")
 
 
 def test_no_path_twice_none_inside_another_none_of_the_system() -> None:

@@ -66,15 +66,14 @@ def test_the_sdk_installs_and_a_bot_outside_the_repository_plays_from_it(tmp_pat
     (bots / "first_bot.py").write_text(BOT, encoding="utf-8")
     records, logs = tmp_path / "records", tmp_path / "logs"
     done = run_referee(
-        # the bot's environment is its own (the sandbox passes nothing of the referee's), and the
-        # installed SDK is a read-only path it may see besides its folder
         # the sandbox gives a bot a clean environment: PYTHONPATH is passed on by name, and the
-        # installed SDK is a read-only path it may see besides its own folder
-        "match", "--bot", shlex.join([sys.executable, str(bots / "first_bot.py")]),
+        # installed SDK is a read-only path it may see besides its own folder (where it is started)
+        "match", "--bot", shlex.join([sys.executable, "first_bot.py"]),
         "--bot", builtin_bot_command(2), "--read-only", str(site),
         "--games", "1", "--seed", "3", "--move-time", str(ROOMY_TIME.move_time_ms), "--records", str(records),
         "--logs", str(logs),
         env={"PYTHONPATH": f"{site}:{ROOT}", PASS_ENV_VARIABLE: f"{os.environ.get(PASS_ENV_VARIABLE, '')},PYTHONPATH"},
+        cwd=bots,
     )
     assert done.returncode == 0, done.stderr
     (record_file,) = records.glob("*.json")
