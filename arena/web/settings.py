@@ -17,6 +17,7 @@ MIB = 1 << 20
 MAX_UPLOAD_BYTES = 10 * MIB  # a submitted bot archive (the archive format allows more: arena/bot_archive.py)
 CHECK_TIMEOUT_S = 300.0  # a submission's conformance check is stopped (and rejected) after this
 CHECK_GAMES = 2  # games of a submission's check against each opponent (referee check --games)
+MAX_ID = 2**31 - 1  # the largest game number or submission id (PostgreSQL's INTEGER, the columns' type)
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class WebSettings:
 def parse_listen(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:8000`` for IPv6) -> (host, port); a bad one is a UsageError."""
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not (port.isascii() and port.isdigit() and len(port) <= 5) or not 0 < int(port) < 65536:
         raise UsageError(f"--listen must be HOST:PORT with a port from 1 to 65535, not {quoted(text)}")
     host = host.removeprefix("[").removesuffix("]")
     if host != "localhost":
@@ -52,3 +53,13 @@ def parse_listen(text: str) -> tuple[str, int]:
         except ValueError:
             raise UsageError(f"--listen host must be an IP address or localhost, not {quoted(host)}") from None
     return host, int(port)
+
+
+def parse_id(text: str) -> int | None:
+    """A game number or id given as text: ASCII digits only (``str.isdigit`` also takes ``²`` and
+    other scripts' digits), at most MAX_ID; None for anything else. Never a 500: a long string is
+    refused by its length before ``int`` sees it."""
+    if not text or len(text) > len(str(MAX_ID)) or not text.isascii() or not text.isdigit():
+        return None
+    value = int(text)
+    return value if value <= MAX_ID else None

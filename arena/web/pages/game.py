@@ -19,7 +19,7 @@ from referee.rules import InvalidRecordError
 from ...store.models import Bot, Game, GameStatus, as_utc, iso_utc
 from ..negotiate import now_iso, page
 from ..replay import replay_views
-from .common import store_of, tournament_or_404
+from .common import path_id, store_of, tournament_or_404
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def _recorded_seats(record: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
 def stored_game(request: Request) -> StoredGame:
     """The game the path names (404 if the tournament or the game is unknown)."""
     tournament = tournament_or_404(request)
-    number = request.path_params["number"]
+    number = path_id(request, "number", "game")
     with store_of(request).session() as s:
         g = s.scalar(select(Game).where(Game.tournament_id == tournament.id, Game.number == number))
         if g is None:
@@ -126,7 +126,7 @@ def record(request: Request) -> Response:
 
 
 ROUTES = [
-    Route("/t/{tournament}/games/{number:int}", game_page, name="game"),
-    Route("/t/{tournament}/games/{number:int}/states", states, name="states"),
-    Route("/t/{tournament}/games/{number:int}/record", record, name="record"),
+    Route("/t/{tournament}/games/{number:id}", game_page, name="game"),
+    Route("/t/{tournament}/games/{number:id}/states", states, name="states"),
+    Route("/t/{tournament}/games/{number:id}/record", record, name="record"),
 ]

@@ -29,7 +29,7 @@ from ...store.models import GameStatus, Tournament, iso_utc
 from ...store.store import Store
 from ..negotiate import page
 from ..settings import WebSettings
-from .common import store_of, tournament_or_404
+from .common import path_id, store_of, tournament_or_404
 
 log = logging.getLogger("arena.web.live")
 REFRESH_S = 2  # how often /live refreshes its table in the browser
@@ -84,7 +84,7 @@ async def game_events(store: Store, tid: int, number: int, settings: WebSettings
 
 async def events(request: Request) -> Response:
     tournament: Tournament = await asyncio.to_thread(tournament_or_404, request)
-    number = request.path_params["number"]
+    number = path_id(request, "number", "game")
     store = store_of(request)
     if await asyncio.to_thread(store.live_plays, tournament.id, number) is None:
         raise HTTPException(404, f"no game {number} in tournament {tournament.name!r}")
@@ -95,5 +95,5 @@ async def events(request: Request) -> Response:
 
 ROUTES = [
     Route("/live", live, name="live"),
-    Route("/t/{tournament}/games/{number:int}/events", events, name="events"),
+    Route("/t/{tournament}/games/{number:id}/events", events, name="events"),
 ]
