@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,7 +23,7 @@ from referee.metrics import watch_event_loop
 
 from ..errors import UsageError, quoted
 from ..store.store import Store
-from .auth import Sessions
+from .auth import SessionKeys, Sessions
 from .checks import SubmissionChecks
 from .negotiate import JsonSuffix, page, wants_json
 from .pages import bot, game, games, leaderboard, live, login, submit, tournaments
@@ -98,5 +97,5 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
     app = Starlette(routes=routes(), middleware=middleware, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.settings = settings
-    app.state.session_secret = secrets.token_bytes(32)  # per run: a restart ends every session (arena/web/auth.py)
+    app.state.session_keys = SessionKeys()  # per run: a restart ends every session (arena/web/auth.py)
     return app
