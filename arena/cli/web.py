@@ -8,7 +8,18 @@ from referee.cli.main import add_metrics_argument
 
 from ..bot_archive import MAX_ARCHIVE_BYTES
 from ..errors import UsageError
-from ..web.settings import DEFAULT_LISTEN, MAX_UPLOAD_BYTES, MIB, WebSettings, parse_listen
+from ..web.settings import (
+    DEFAULT_LISTEN,
+    MAX_UPLOAD_BYTES,
+    MIB,
+    TRUSTED_PROXIES,
+    UNSPECIFIED_HOSTS,
+    WebSettings,
+    parse_allowed_host,
+    parse_listen,
+    parse_public_url,
+    parse_trusted_proxy,
+)
 
 
 def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,6 +33,14 @@ def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                    "of the database: each is checked (referee check) and enters as a new version")
     p.add_argument("--max-upload", type=float, default=MAX_UPLOAD_BYTES / MIB, metavar="MIB",
                    help=f"largest bot archive accepted (default {MAX_UPLOAD_BYTES // MIB} MiB)")
+    p.add_argument("--public-url", metavar="URL", help="the address people reach it at, e.g. "
+                   "https://arena.example.org: its host is served, and https makes the session cookie Secure")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                   help="answer to this Host name too (repeatable; *.DOMAIN for its subdomains); other names get "
+                   "a 400. By default: --listen's host (a loopback one: localhost, 127.0.0.1, ::1) and --public-url's")
+    p.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDR|CIDR",
+                   help="believe X-Forwarded-Proto and X-Forwarded-For from this address or network (repeatable; "
+                   f"default: {', '.join(TRUSTED_PROXIES)}; giving one replaces the default)")
     add_metrics_argument(p)
     p.set_defaults(func=cmd_web)
 
@@ -48,9 +67,16 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
                          f"(what a bot archive may be), not {args.max_upload:g}")
     if args.submit is not None and not args.submit.strip():
         raise UsageError("--submit needs the name of a ladder in the database")
+    public_url = parse_public_url(args.public_url) if args.public_url is not None else None
+    allowed = tuple(parse_allowed_host(h) for h in args.allowed_host)
+    proxies = tuple(parse_trusted_proxy(a) for a in args.trusted_proxy) or TRUSTED_PROXIES
+    if host in UNSPECIFIED_HOSTS and public_url is None and not allowed:
+        raise UsageError(f"--listen {args.listen} (every interface) needs --public-url URL or --allowed-host HOST: "
+                         "the host names this server answers to")
     return WebSettings(db=db, host=host, port=port, private=args.private, submit=args.submit,
                        max_upload_bytes=int(args.max_upload * MIB), sandbox_from=args.file,
-                       logs=logs, metrics_listen=args.metrics_listen)
+                       logs=logs, metrics_listen=args.metrics_listen, public_url=public_url,
+                       allowed_hosts=allowed, trusted_proxies=proxies)
 
 
 def cmd_web(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from referee.metrics import watch_event_loop
 
@@ -25,6 +26,7 @@ from ..errors import UsageError, quoted
 from ..store.store import Store
 from .auth import SessionKeys, Sessions
 from .checks import SubmissionChecks
+from .guard import guarded
 from .negotiate import JsonSuffix, page, wants_json
 from .pages import bot, game, games, leaderboard, live, login, submit, tournaments
 from .request_metrics import RequestMetrics
@@ -64,6 +66,14 @@ async def _server_error(request: Request, exc: Exception) -> Response:
                                          "the reason is in its log"}, status=500)
 
 
+class ArenaApp(Starlette):
+    """Starlette with arena/web/guard.py's guards outside its whole stack, its error middleware
+    included: a 500 page carries the security headers as every other answer does."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return guarded(super().build_middleware_stack(), self.state.settings)
+
+
 def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
     """The app over ``settings.db`` (or an open ``store``, which the caller then closes)."""
 
@@ -94,8 +104,8 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
                   # a replay's states are ~150 KB of JSON, ~11 KB gzipped; Starlette leaves the live
                   # games' event streams (text/event-stream) uncompressed
                   Middleware(GZipMiddleware, minimum_size=1024)]
-    app = Starlette(routes=routes(), middleware=middleware, lifespan=lifespan,
-                    exception_handlers={HTTPException: _http_error, Exception: _server_error})
+    app = ArenaApp(routes=routes(), middleware=middleware, lifespan=lifespan,
+                   exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.settings = settings
     app.state.session_keys = SessionKeys()  # per run: a restart ends every session (arena/web/auth.py)
     return app

@@ -5,7 +5,7 @@ The session cookie holds ``payload.signature``: the payload (the user's id or no
 session epoch, the session's CSRF token, when it was issued) signed with HMAC-SHA256 under a
 secret made when the app starts (``secrets``, never stored): a restart logs everyone out, and
 nothing secret has to be kept on disk. The cookie is HttpOnly and SameSite=Strict (Secure over
-https). Every POST from a session must carry the
+https, or always when the public URL is https). Every POST from a session must carry the
 session's CSRF token in the hidden field ``csrf`` (checked with ``hmac.compare_digest``); only a
 request whose bearer token is a user's needs none, as a browser never adds that header by itself
 (an Authorization header of another scheme is no token at all). With ``WebSettings.private``
@@ -158,7 +158,7 @@ class Sessions:
         async def send_with_cookie(message: Message) -> None:
             final: Session = scope["arena_session"]
             if message["type"] == "http.response.start" and final.dirty:
-                secure = "; Secure" if scope.get("scheme") == "https" else ""
+                secure = "; Secure" if scope.get("scheme") == "https" or state.settings.secure_cookies else ""
                 cookie = (f"{COOKIE}={sign(keys.secret, final)}; Path=/; HttpOnly; SameSite=Strict; "
                           f"Max-Age={SESSION_MAX_AGE_S}{secure}")
                 message = dict(message, headers=[*message.get("headers", []), (b"set-cookie", cookie.encode())])

@@ -95,7 +95,8 @@ def _views(game: StoredGame) -> tuple[list[dict[str, Any]], str | None]:
 
 def _links(request: Request, game: StoredGame) -> dict[str, str]:
     params = {"tournament": game.summary["tournament"], "number": game.summary["number"]}
-    return {name: str(request.url_for(name, **params)) for name in ("game", "states", "record", "events")}
+    # paths, never the request's Host in front of them (arena/web/guard.py)
+    return {name: str(request.url_for(name, **params).path) for name in ("game", "states", "record", "events")}
 
 
 def game_page(request: Request) -> Response:

@@ -135,7 +135,7 @@ def _take(request: Request, user: UserRow, ladder: str, command: object, content
     state.write_store.put_archive(checked.sha256, content)
     row = new_submission(state.write_store, user.id, state.submit_tid, checked.sha256, command)
     state.checks.start(row.id)
-    url = str(request.url_for("submission", id=row.id))
+    url = str(request.url_for("submission", id=row.id).path)
     if wants_json(request):
         return page(request, "submission.html", {"submission": row.to_dict(), "url": url}, status=202)
     return RedirectResponse(url, status_code=303)
@@ -147,7 +147,7 @@ def submission_page(request: Request) -> Response:
     row = submission(store_of(request), sid)
     if row is None or row.user_id != user.id:  # another user's submission is not told apart from none
         raise HTTPException(404, f"you have no submission {sid}")
-    return page(request, "submission.html", {"submission": row.to_dict(), "url": str(request.url)},
+    return page(request, "submission.html", {"submission": row.to_dict(), "url": request.url.path},
                 data_as_of=as_utc(row.finished_at or row.created_at))
 
 
