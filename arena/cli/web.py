@@ -10,6 +10,8 @@ from ..bot_archive import MAX_ARCHIVE_BYTES
 from ..errors import UsageError
 from ..web.settings import (
     DEFAULT_LISTEN,
+    EVENTS_PER_CLIENT,
+    EVENTS_TOTAL,
     MAX_UPLOAD_BYTES,
     MIB,
     TRUSTED_PROXIES,
@@ -41,6 +43,10 @@ def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDR|CIDR",
                    help="believe X-Forwarded-Proto and X-Forwarded-For from this address or network (repeatable; "
                    f"default: {', '.join(TRUSTED_PROXIES)}; giving one replaces the default)")
+    p.add_argument("--events-per-client", type=int, default=EVENTS_PER_CLIENT, metavar="N",
+                   help=f"live game streams one client address may hold open (default {EVENTS_PER_CLIENT})")
+    p.add_argument("--events-total", type=int, default=EVENTS_TOTAL, metavar="N",
+                   help=f"live game streams open at once in all (default {EVENTS_TOTAL})")
     add_metrics_argument(p)
     p.set_defaults(func=cmd_web)
 
@@ -73,10 +79,14 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
     if host in UNSPECIFIED_HOSTS and public_url is None and not allowed:
         raise UsageError(f"--listen {args.listen} (every interface) needs --public-url URL or --allowed-host HOST: "
                          "the host names this server answers to")
+    for flag, value in (("--events-per-client", args.events_per_client), ("--events-total", args.events_total)):
+        if value < 1:
+            raise UsageError(f"{flag} must be at least 1, not {value}")
     return WebSettings(db=db, host=host, port=port, private=args.private, submit=args.submit,
                        max_upload_bytes=int(args.max_upload * MIB), sandbox_from=args.file,
                        logs=logs, metrics_listen=args.metrics_listen, public_url=public_url,
-                       allowed_hosts=allowed, trusted_proxies=proxies)
+                       allowed_hosts=allowed, trusted_proxies=proxies,
+                       events_per_client=args.events_per_client, events_total=args.events_total)
 
 
 def cmd_web(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ from ..store.store import Store
 from .auth import SessionKeys, Sessions
 from .checks import SubmissionChecks
 from .guard import guarded
+from .live_hub import LiveHub
 from .negotiate import JsonSuffix, page, wants_json
 from .pages import bot, game, games, leaderboard, live, login, submit, tournaments
 from .request_metrics import RequestMetrics
@@ -92,6 +93,7 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
         try:
             yield
         finally:
+            app.state.live_hub.close()
             if watcher is not None:
                 watcher.cancel()
             if settings.submit is not None:
@@ -108,4 +110,5 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
                    exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.settings = settings
     app.state.session_keys = SessionKeys()  # per run: a restart ends every session (arena/web/auth.py)
+    app.state.live_hub = LiveHub(settings)  # one poll per followed game, and the event streams' caps
     return app

@@ -20,6 +20,9 @@ MIB = 1 << 20
 MAX_UPLOAD_BYTES = 10 * MIB  # a submitted bot archive (the archive format allows more: arena/bot_archive.py)
 CHECK_TIMEOUT_S = 300.0  # a submission's conformance check is stopped (and rejected) after this
 CHECK_GAMES = 2  # games of a submission's check against each opponent (referee check --games)
+EVENTS_PER_CLIENT = 8  # event streams one client address may hold open at once (a few tabs of live games)
+EVENTS_TOTAL = 256  # event streams the whole server holds open at once
+EVENTS_RETRY_AFTER_S = 10  # the Retry-After of a stream refused for a cap
 # whose X-Forwarded-Proto and X-Forwarded-For are believed: a proxy on this machine, as uvicorn's default
 TRUSTED_PROXIES = ("127.0.0.1", "::1")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")  # the names a loopback listen answers to
@@ -51,6 +54,8 @@ class WebSettings:
     public_url: str | None = None  # the origin people reach it at (https://arena.example.org), None: not said
     allowed_hosts: tuple[str, ...] = ()  # more Host names it answers to (--allowed-host), beside hosts()'s own
     trusted_proxies: tuple[str, ...] = TRUSTED_PROXIES  # addresses or networks whose X-Forwarded-* are believed
+    events_per_client: int = EVENTS_PER_CLIENT
+    events_total: int = EVENTS_TOTAL
 
     def hosts(self) -> tuple[str, ...]:
         """The Host names (port aside, lower case) this server answers to; any other is refused
