@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from referee.cli.main import add_metrics_argument
 
@@ -65,7 +66,7 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
     db = config.database if config is not None else args.db
     # a tournament file says where its bot logs are (beside it); a database alone does not
     logs = ((config.name, str(logs_dir_for(config))),) if config is not None else ()
-    host, port = parse_listen(args.listen)
+    served = serving(args)
     if args.metrics_listen:
         metrics_address(args.metrics_listen)  # a bad one fails here, before the database is opened
     if not 0 < args.max_upload <= MAX_ARCHIVE_BYTES / MIB:
@@ -73,6 +74,15 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
                          f"(what a bot archive may be), not {args.max_upload:g}")
     if args.submit is not None and not args.submit.strip():
         raise UsageError("--submit needs the name of a ladder in the database")
+    return WebSettings(db=db, private=args.private, submit=args.submit, max_upload_bytes=int(args.max_upload * MIB),
+                       sandbox_from=args.file, logs=logs, metrics_listen=args.metrics_listen, **served)
+
+
+def serving(args: argparse.Namespace) -> dict[str, Any]:
+    """How the command line says to serve, as WebSettings fields: where to listen, the Host names
+    and the proxies to believe, the event streams' caps; checked without the database or the
+    tournament file (tests/deploy checks the deployment's command lines with it)."""
+    host, port = parse_listen(args.listen)
     public_url = parse_public_url(args.public_url) if args.public_url is not None else None
     allowed = tuple(parse_allowed_host(h) for h in args.allowed_host)
     proxies = tuple(parse_trusted_proxy(a) for a in args.trusted_proxy) or TRUSTED_PROXIES
@@ -82,11 +92,9 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
     for flag, value in (("--events-per-client", args.events_per_client), ("--events-total", args.events_total)):
         if value < 1:
             raise UsageError(f"{flag} must be at least 1, not {value}")
-    return WebSettings(db=db, host=host, port=port, private=args.private, submit=args.submit,
-                       max_upload_bytes=int(args.max_upload * MIB), sandbox_from=args.file,
-                       logs=logs, metrics_listen=args.metrics_listen, public_url=public_url,
-                       allowed_hosts=allowed, trusted_proxies=proxies,
-                       events_per_client=args.events_per_client, events_total=args.events_total)
+    return {"host": host, "port": port, "public_url": public_url, "allowed_hosts": allowed,
+            "trusted_proxies": proxies, "events_per_client": args.events_per_client,
+            "events_total": args.events_total}
 
 
 def cmd_web(args: argparse.Namespace) -> int:
