@@ -18,6 +18,7 @@ secret, which is complete because no cookie outlives the secret: a restart makes
 and ends every session anyway. (Were the secret ever kept across restarts, or shared by several
 replicas, the epochs would have to be kept with it, e.g. as a column of the users table.)
 """
+
 from __future__ import annotations
 
 import base64

@@ -11,9 +11,8 @@ does what inline handlers did), no framing by anyone (``frame-ancestors 'none'``
 
 from __future__ import annotations
 
-from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from .settings import WebSettings, normal_host
 
