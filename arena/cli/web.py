@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from referee.cli.main import add_metrics_argument
 
 from ..bot_archive import MAX_ARCHIVE_BYTES
 from ..errors import UsageError
-from ..web.settings import DEFAULT_LISTEN, MAX_UPLOAD_BYTES, MIB, WebSettings, parse_listen
+from ..web.settings import (
+    DEFAULT_LISTEN,
+    EVENTS_PER_CLIENT,
+    EVENTS_TOTAL,
+    MAX_UPLOAD_BYTES,
+    MIB,
+    TRUSTED_PROXIES,
+    UNSPECIFIED_HOSTS,
+    WebSettings,
+    parse_allowed_host,
+    parse_listen,
+    parse_public_url,
+    parse_trusted_proxy,
+)
 
 
 def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,6 +36,18 @@ def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                    "of the database: each is checked (referee check) and enters as a new version")
     p.add_argument("--max-upload", type=float, default=MAX_UPLOAD_BYTES / MIB, metavar="MIB",
                    help=f"largest bot archive accepted (default {MAX_UPLOAD_BYTES // MIB} MiB)")
+    p.add_argument("--public-url", metavar="URL", help="the address people reach it at, e.g. "
+                   "https://arena.example.org: its host is served, and https makes the session cookie Secure")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                   help="answer to this Host name too (repeatable; *.DOMAIN for its subdomains); other names get "
+                   "a 400. By default: --listen's host (a loopback one: localhost, 127.0.0.1, ::1) and --public-url's")
+    p.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDR|CIDR",
+                   help="believe X-Forwarded-Proto and X-Forwarded-For from this address or network (repeatable; "
+                   f"default: {', '.join(TRUSTED_PROXIES)}; giving one replaces the default)")
+    p.add_argument("--events-per-client", type=int, default=EVENTS_PER_CLIENT, metavar="N",
+                   help=f"live game streams one client address may hold open (default {EVENTS_PER_CLIENT})")
+    p.add_argument("--events-total", type=int, default=EVENTS_TOTAL, metavar="N",
+                   help=f"live game streams open at once in all (default {EVENTS_TOTAL})")
     add_metrics_argument(p)
     p.set_defaults(func=cmd_web)
 
@@ -40,7 +66,7 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
     db = config.database if config is not None else args.db
     # a tournament file says where its bot logs are (beside it); a database alone does not
     logs = ((config.name, str(logs_dir_for(config))),) if config is not None else ()
-    host, port = parse_listen(args.listen)
+    served = serving(args)
     if args.metrics_listen:
         metrics_address(args.metrics_listen)  # a bad one fails here, before the database is opened
     if not 0 < args.max_upload <= MAX_ARCHIVE_BYTES / MIB:
@@ -48,9 +74,27 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
                          f"(what a bot archive may be), not {args.max_upload:g}")
     if args.submit is not None and not args.submit.strip():
         raise UsageError("--submit needs the name of a ladder in the database")
-    return WebSettings(db=db, host=host, port=port, private=args.private, submit=args.submit,
-                       max_upload_bytes=int(args.max_upload * MIB), sandbox_from=args.file,
-                       logs=logs, metrics_listen=args.metrics_listen)
+    return WebSettings(db=db, private=args.private, submit=args.submit, max_upload_bytes=int(args.max_upload * MIB),
+                       sandbox_from=args.file, logs=logs, metrics_listen=args.metrics_listen, **served)
+
+
+def serving(args: argparse.Namespace) -> dict[str, Any]:
+    """How the command line says to serve, as WebSettings fields: where to listen, the Host names
+    and the proxies to believe, the event streams' caps; checked without the database or the
+    tournament file (tests/deploy checks the deployment's command lines with it)."""
+    host, port = parse_listen(args.listen)
+    public_url = parse_public_url(args.public_url) if args.public_url is not None else None
+    allowed = tuple(parse_allowed_host(h) for h in args.allowed_host)
+    proxies = tuple(parse_trusted_proxy(a) for a in args.trusted_proxy) or TRUSTED_PROXIES
+    if host in UNSPECIFIED_HOSTS and public_url is None and not allowed:
+        raise UsageError(f"--listen {args.listen} (every interface) needs --public-url URL or --allowed-host HOST: "
+                         "the host names this server answers to")
+    for flag, value in (("--events-per-client", args.events_per_client), ("--events-total", args.events_total)):
+        if value < 1:
+            raise UsageError(f"{flag} must be at least 1, not {value}")
+    return {"host": host, "port": port, "public_url": public_url, "allowed_hosts": allowed,
+            "trusted_proxies": proxies, "events_per_client": args.events_per_client,
+            "events_total": args.events_total}
 
 
 def cmd_web(args: argparse.Namespace) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,13 +18,16 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from referee.metrics import watch_event_loop
 
 from ..errors import UsageError, quoted
 from ..store.store import Store
-from .auth import Sessions
+from .auth import SessionKeys, Sessions
 from .checks import SubmissionChecks
+from .guard import guarded
+from .live_hub import LiveHub
 from .negotiate import JsonSuffix, page, wants_json
 from .pages import bot, game, games, leaderboard, live, login, submit, tournaments
 from .request_metrics import RequestMetrics
@@ -65,6 +67,14 @@ async def _server_error(request: Request, exc: Exception) -> Response:
                                          "the reason is in its log"}, status=500)
 
 
+class ArenaApp(Starlette):
+    """Starlette with arena/web/guard.py's guards outside its whole stack, its error middleware
+    included: a 500 page carries the security headers as every other answer does."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return guarded(super().build_middleware_stack(), self.state.settings)
+
+
 def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
     """The app over ``settings.db`` (or an open ``store``, which the caller then closes)."""
 
@@ -83,6 +93,7 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
         try:
             yield
         finally:
+            app.state.live_hub.close()
             if watcher is not None:
                 watcher.cancel()
             if settings.submit is not None:
@@ -95,8 +106,9 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
                   # a replay's states are ~150 KB of JSON, ~11 KB gzipped; Starlette leaves the live
                   # games' event streams (text/event-stream) uncompressed
                   Middleware(GZipMiddleware, minimum_size=1024)]
-    app = Starlette(routes=routes(), middleware=middleware, lifespan=lifespan,
-                    exception_handlers={HTTPException: _http_error, Exception: _server_error})
+    app = ArenaApp(routes=routes(), middleware=middleware, lifespan=lifespan,
+                   exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.settings = settings
-    app.state.session_secret = secrets.token_bytes(32)  # per run: a restart ends every session (arena/web/auth.py)
+    app.state.session_keys = SessionKeys()  # per run: a restart ends every session (arena/web/auth.py)
+    app.state.live_hub = LiveHub(settings)  # one poll per followed game, and the event streams' caps
     return app

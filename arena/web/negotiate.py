@@ -6,15 +6,41 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from jinja2 import Environment, FileSystemLoader
+from jinja2 import Environment, FileSystemLoader, pass_context
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 JSON_SUFFIX = ".json"
-TEMPLATES = Jinja2Templates(env=Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True))
+
+
+@pass_context
+def _url_path(context: dict[str, Any], name: str, /, **params: Any) -> str:
+    """The templates' ``url_for``: the route's path alone. Starlette's would put the request's Host
+    in front, so a forged Host would become the origin of the page's links and scripts."""
+    request: Request = context["request"]
+    return str(request.url_for(name, **params).path)
+
+
+@pass_context
+def _json_path(context: dict[str, Any]) -> str:
+    """This page's JSON form (its path with ``.json``, and its query): the footer's link. Built
+    from the path as sent, so an encoded ``/`` in a name stays encoded, and always one leading
+    slash: a request for ``//elsewhere/x`` must not make a link to another site."""
+    request: Request = context["request"]
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    path = "/" + quote(raw.decode("latin-1"), safe="/%:@!$&'()*+,;=-._~").lstrip("/")
+    query = request.url.query
+    return path + JSON_SUFFIX + (f"?{query}" if query else "")
+
+
+_ENV = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True)
+_ENV.globals["url_for"] = _url_path  # before Jinja2Templates, which only sets its own where none is
+_ENV.globals["json_path"] = _json_path
+TEMPLATES = Jinja2Templates(env=_ENV)
 
 
 class JsonSuffix:

@@ -54,7 +54,9 @@ def serve(settings: WebSettings) -> int:
         serve_metrics(settings.metrics_listen, "arena web")
     try:
         config = uvicorn.Config(create_app(settings, store), host=settings.host, port=settings.port,
-                                log_level="info", proxy_headers=True, server_header=False,
+                                # the app reads forwarded headers itself, from settings.trusted_proxies
+                                # only (arena/web/guard.py), so uvicorn must not do it a second time
+                                log_level="info", proxy_headers=False, server_header=False,
                                 log_config=uvicorn_log_config(configured_format()))
         uvicorn.Server(config).run()
     finally:

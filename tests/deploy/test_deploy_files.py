@@ -10,6 +10,7 @@ refuse a broken file, so a pass means something."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import re
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,11 @@ import pytest
 import yaml
 
 from arena.cli.main import build_parser as arena_parser
+from arena.cli.web import serving
 from arena.config import load_config
 from arena.play.worker import WorkerSettings
+from arena.web.guard import host_allowed
+from arena.web.settings import WebSettings
 from referee.bots.launcher import STOP_WAIT_S
 from referee.cli.main import build_parser as referee_parser
 from referee.service.settings import ServiceSettings
@@ -81,6 +85,8 @@ def _check_settings(program: str, args: argparse.Namespace, where: str, tmp_path
         settings = WorkerSettings(args.db, args.concurrency, grace_s=args.grace, stalled_after_s=args.stalled_after,
                                   **({"heartbeat_s": args.heartbeat} if args.heartbeat is not None else {}))
         assert settings.problems() == [], where
+    if program == "arena" and args.command == "web":
+        serving(args)  # where it listens, the Host names it answers to, the proxies it believes
     if program == "referee" and args.command == "serve":
         token = tmp_path / "token"
         token.write_text("t" * 40 + "\n", encoding="utf-8")
@@ -292,6 +298,31 @@ def test_compose_health_checks_run_the_images_commands_against_the_port_each_ser
             assert int(url.group(3)) < _seconds(check["timeout"])
         checked[name] = program
     assert checked == {"referee": "referee", "web": "python"}
+
+
+def test_the_web_app_answers_to_its_probes_health_check_and_public_name(
+        rendered: tuple[Path, list[dict[str, Any]]]) -> None:
+    """`arena web` refuses any Host it was not given (400): the kubelet's probes must name one it
+    was (by IP they would say the pod's address), compose's health check and the address the docs
+    open too; behind the example's Ingress it serves its public https name, believing the
+    Ingress's forwarded headers (else the session cookie loses Secure behind its TLS)."""
+    [(_, spec)] = [(w, s) for w, s in pod_templates(rendered[1]) if w["metadata"]["name"] == "arena-web"]
+    [container] = spec["containers"]
+    _, args = _parse(container["args"], "arena-web")
+    k8s = WebSettings(db="postgresql://", **serving(args))
+    for probe in ("readinessProbe", "livenessProbe"):
+        [host] = [h["value"] for h in container[probe]["httpGet"].get("httpHeaders", []) if h["name"] == "Host"]
+        assert host_allowed(host, k8s.hosts()), (probe, host, k8s.hosts())
+    assert k8s.public_url is not None and k8s.public_url.startswith("https://") and k8s.secure_cookies
+    assert host_allowed(k8s.public_url.removeprefix("https://"), k8s.hosts())
+    assert not any(ipaddress.ip_network(p).is_loopback for p in k8s.trusted_proxies), k8s.trusted_proxies
+    web = compose()["services"]["web"]
+    _, args = _parse(list(web["command"]), "compose web")
+    served = WebSettings(db="postgresql://", **serving(args))
+    checked = re.search(r"urlopen\('http://([^:/]+)", web["healthcheck"]["test"][-1])
+    assert checked and host_allowed(checked.group(1), served.hosts()), served.hosts()
+    assert "open http://localhost:8000" in DOCS.read_text(encoding="utf-8")
+    assert host_allowed("localhost", served.hosts())
 
 
 def test_workers_have_resources_and_the_secret_never_sits_in_a_config_map(

@@ -15,8 +15,9 @@ A page's browser test (see tests/web/test_web_browser.py)::
         screenshot(page, "leaderboard")
 
 The ``page`` fixture fails the test when the page opened a JavaScript dialog (alert, confirm: an
-injected script ran), threw an uncaught error, or asked for anything outside the app's server
-(no CDN, nothing fetched at run time).
+injected script ran), threw an uncaught error, broke the app's content security policy (a
+``securitypolicyviolation`` event, or Chromium's console saying it refused something), or asked
+for anything outside the app's server (no CDN, nothing fetched at run time).
 """
 
 from __future__ import annotations
@@ -150,6 +151,12 @@ def launch_browser() -> Iterator[Browser]:
 
 
 LOCAL = "http://127.0.0.1:"  # the test servers' origins: anything else a page asks for is refused
+CSP_MARK = "CSP violation:"
+# run in every page before its own scripts: each violation of the content security policy is told
+# on the console, where PageWatch sees it (the browser also says so itself, in its own words)
+REPORT_CSP = f"""document.addEventListener("securitypolicyviolation", (e) =>
+  console.error("{CSP_MARK} " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") +
+                " at " + e.sourceFile + ":" + e.lineNumber));"""
 
 
 @dataclass
@@ -159,18 +166,25 @@ class PageWatch:
     dialogs: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
+    csp: list[str] = field(default_factory=list)  # what broke the content security policy
 
     def problems(self) -> list[str]:
         return ([f"a JavaScript dialog opened: {d}" for d in self.dialogs]
                 + [f"an uncaught script error: {e}" for e in self.errors]
-                + [f"a request outside the app: {u}" for u in self.outside])
+                + [f"a request outside the app: {u}" for u in self.outside]
+                + [f"the content security policy refused something: {c}" for c in self.csp])
+
+    def console(self, message: Any) -> None:
+        text = str(message.text)
+        if text.startswith(CSP_MARK) or "Content Security Policy" in text:
+            self.csp.append(text)
 
 
 @contextmanager
 def open_page(browser: Browser) -> Iterator[tuple[Page, PageWatch]]:
     """A fresh page (its own context: no cookies shared) at desktop size, watched: dialogs are
-    recorded and dismissed, script errors recorded, requests to anything but a server on
-    127.0.0.1 refused."""
+    recorded and dismissed, script errors and violations of the content security policy
+    recorded, requests to anything but a server on 127.0.0.1 refused."""
     context = browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
     watch = PageWatch()
     page = context.new_page()
@@ -190,6 +204,8 @@ def open_page(browser: Browser) -> Iterator[tuple[Page, PageWatch]]:
 
     page.on("dialog", on_dialog)
     page.on("pageerror", lambda error: watch.errors.append(str(error)))
+    page.on("console", watch.console)
+    page.add_init_script(REPORT_CSP)
     page.route("**/*", on_route)
     try:
         yield page, watch

@@ -43,6 +43,7 @@ def test_requests_are_counted_by_route_template_and_status(played_db: str, tmp_p
     counted = by_label(got, "arena_web_requests_total", "route", "status")
     new = {key: n - before.get(key, 0) for key, n in counted.items() if n != before.get(key, 0)}
     # one series per route template, whatever name or number was asked for
-    assert new == {("/t/{tournament}", "200"): 2, ("/t/{tournament}/games/{number:int}", "200"): 1, ("/t/{tournament}", "404"): 1,
+    assert new == {("/t/{tournament}", "200"): 2, ("/t/{tournament}/games/{number:id}", "200"): 1,
+                   ("/t/{tournament}", "404"): 1,
                    ("unmatched", "404"): 1}, new
     assert total(got, "arena_web_request_seconds_count") == sum(counted.values())

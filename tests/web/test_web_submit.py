@@ -146,6 +146,47 @@ def test_logging_in_sets_a_strict_httponly_cookie_and_logging_out_ends_it(web: T
     assert sent_to_login(web.get("/submit", follow_redirects=False), "/submit")
 
 
+def test_logging_out_ends_the_session_on_the_server_in_every_browser(web: TestClient,
+                                                                      tokens: dict[str, str]) -> None:
+    """A cookie copied before the logout (a stolen one) is nobody's after it, and so is the user's
+    session in another browser; logging in again works, and other users' sessions go on."""
+    from arena.web.auth import COOKIE
+
+    csrf = log_in(web, tokens["alice"])
+    stolen = web.cookies[COOKIE]
+    # other browsers of the same app (not entered: its lifespan runs once, in `web`)
+    second, bobs, thief = TestClient(web.app), TestClient(web.app), TestClient(web.app)
+    log_in(second, tokens["alice"])
+    log_in(bobs, tokens["bob"])
+    assert thief.get("/submit", headers={"cookie": f"{COOKIE}={stolen}"}).status_code == 200  # it works until then
+    assert web.post("/logout", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    for cookie in (stolen, second.cookies[COOKIE]):
+        thief.cookies.clear()  # only the replayed cookie is sent
+        replayed = thief.get("/submit", headers={"cookie": f"{COOKIE}={cookie}"}, follow_redirects=False)
+        assert sent_to_login(replayed, "/submit")
+    assert sent_to_login(second.get("/submit", follow_redirects=False), "/submit")
+    assert "<strong>bob</strong>" in bobs.get("/submit").text, "another user's session goes on"
+    log_in(web, tokens["alice"])
+    assert "<strong>alice</strong>" in web.get("/submit").text
+    assert web.get("/submit", headers=bearer(tokens["alice"])).status_code == 200  # her token is untouched
+
+
+def test_an_authorization_header_of_another_scheme_does_not_skip_the_csrf_check(
+        web: TestClient, tokens: dict[str, str]) -> None:
+    log_in(web, tokens["alice"])
+    for value in ("Basic x", "Basic YWxpY2U6cHc=", "Digest x", "Bearer", "Bearer " + "x" * 40):
+        refused = web.post("/logout", data={}, headers={"authorization": value}, follow_redirects=False)
+        assert refused.status_code == 403 and "CSRF" in refused.text, value
+    assert "<strong>alice</strong>" in web.get("/submit", headers={"authorization": "Basic x"}).text, \
+        "still logged in: another scheme is no token, the cookie's session it is"
+    files = {"archive": ("bot.tar.gz", archive(), "application/gzip")}
+    refused = web.post("/submit", data={"command": RANDOM}, files=files, headers={"authorization": "Basic x"},
+                       follow_redirects=False)
+    assert refused.status_code == 403 and "CSRF" in refused.text
+    # a bearer token that is a user's needs none: a browser never sends one by itself
+    assert web.post("/logout", data={}, headers=bearer(tokens["bob"]), follow_redirects=False).status_code == 200
+
+
 def test_a_removed_users_session_and_token_stop_working(web: TestClient, tokens: dict[str, str],
                                                         ladder_db: str) -> None:
     from arena.store.users import remove_user

@@ -30,8 +30,13 @@ def played_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     return load_config(path).database
 
 
+TEST_HOST = "testserver"  # the test client's Host: allowed by client_for, as --allowed-host would
+
+
 def client_for(db: str, **settings: object) -> Iterator[TestClient]:
-    """A test client of the app over ``db`` (its lifespan runs: the store opens and closes)."""
+    """A test client of the app over ``db`` (its lifespan runs: the store opens and closes); the
+    app answers to the test client's Host name unless ``allowed_hosts`` says otherwise."""
+    settings.setdefault("allowed_hosts", (TEST_HOST,))
     with TestClient(create_app(WebSettings(db=db, **settings)), raise_server_exceptions=False) as client:  # type: ignore[arg-type]
         yield client
 

@@ -1,4 +1,5 @@
-"""What every page needs: the database, the tournament a path names, times shown as UTC."""
+"""What every page needs: the database, the tournament a path names, the numbers a path or a
+query gives (bounded: never a 500), times shown as UTC."""
 
 from __future__ import annotations
 
@@ -10,12 +11,53 @@ from urllib.parse import quote
 from sqlalchemy import func, select
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import NoMatchFound
 
 from ...store.models import Bot, Game, Tournament, as_utc
 from ...store.store import Store
+from ..settings import MAX_ID, parse_id
 
 T = TypeVar("T")
+OUT_OF_RANGE = -1  # what the id convertor gives for digits beyond MAX_ID: no row has it
+
+
+class IdConvertor(Convertor[int]):
+    """``{name:id}`` in a route: ASCII digits (as Starlette's ``int``) as a number of at most
+    MAX_ID; more digits than that, or a larger value, become OUT_OF_RANGE, which ``path_id``
+    answers as a 404 (Starlette's ``int`` hands 2**63 to the database, which fails: a 500)."""
+
+    regex = "[0-9]+"
+
+    def convert(self, value: str) -> int:
+        parsed = parse_id(value)
+        return parsed if parsed is not None else OUT_OF_RANGE
+
+    def to_string(self, value: int) -> str:
+        return str(int(value))
+
+
+register_url_convertor("id", IdConvertor())  # before any route is made (the page modules import this one)
+
+
+def path_id(request: Request, name: str, what: str) -> int:
+    """The path's ``{name:id}``: a 404 when it is out of range (no such ``what`` can exist)."""
+    value: int = request.path_params[name]
+    if value == OUT_OF_RANGE:
+        raise HTTPException(404, f"no {what} with that number (they go up to {MAX_ID})")
+    return value
+
+
+def query_id(request: Request, name: str, what: str = "a game number") -> int | None:
+    """Query parameter ``name`` as a number from 0 to MAX_ID (None when absent or empty); anything
+    else is a 400 saying so (``str.isdigit`` would take ``²`` and ``int`` then fail)."""
+    text = request.query_params.get(name)
+    if text is None or text == "":
+        return None
+    value = parse_id(text)
+    if value is None:
+        raise HTTPException(400, f"{name} must be {what} from 0 to {MAX_ID} in ASCII digits, not {text[:40]!r}")
+    return value
 
 
 def store_of(request: Request) -> Store:

@@ -20,7 +20,7 @@ from ...store.models import Bot, Game, GameStatus, as_utc, iso_utc
 from ..negotiate import now_iso, page
 from ..privacy import public_record, public_result, public_text
 from ..replay import replay_views
-from .common import store_of, tournament_or_404
+from .common import path_id, store_of, tournament_or_404
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def _recorded_seats(record: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
 def stored_game(request: Request) -> StoredGame:
     """The game the path names (404 if the tournament or the game is unknown)."""
     tournament = tournament_or_404(request)
-    number = request.path_params["number"]
+    number = path_id(request, "number", "game")
     with store_of(request).session() as s:
         g = s.scalar(select(Game).where(Game.tournament_id == tournament.id, Game.number == number))
         if g is None:
@@ -101,7 +101,8 @@ def _views(game: StoredGame) -> tuple[list[dict[str, Any]], str | None]:
 
 def _links(request: Request, game: StoredGame) -> dict[str, str]:
     params = {"tournament": game.summary["tournament"], "number": game.summary["number"]}
-    return {name: str(request.url_for(name, **params)) for name in ("game", "states", "record", "events")}
+    # paths, never the request's Host in front of them (arena/web/guard.py)
+    return {name: str(request.url_for(name, **params).path) for name in ("game", "states", "record", "events")}
 
 
 def game_page(request: Request) -> Response:
@@ -133,7 +134,7 @@ def record(request: Request) -> Response:
 
 
 ROUTES = [
-    Route("/t/{tournament}/games/{number:int}", game_page, name="game"),
-    Route("/t/{tournament}/games/{number:int}/states", states, name="states"),
-    Route("/t/{tournament}/games/{number:int}/record", record, name="record"),
+    Route("/t/{tournament}/games/{number:id}", game_page, name="game"),
+    Route("/t/{tournament}/games/{number:id}/states", states, name="states"),
+    Route("/t/{tournament}/games/{number:id}/record", record, name="record"),
 ]

@@ -20,7 +20,7 @@ from ...store.store import BotRow, Store
 from ..negotiate import page
 from ..privacy import public_text
 from ..settings import PAGE_SIZE
-from .common import last_finished, path_for, store_of, tournament_or_404, url_or_path
+from .common import last_finished, path_for, query_id, store_of, tournament_or_404, url_or_path
 
 RESULTS = ("win", "draw", "loss")
 FINISHED = (GameStatus.DONE.value, GameStatus.FAILED.value)
@@ -121,15 +121,6 @@ def game_url(request: Request, tournament: str, number: int) -> str:
                        tournament=tournament, number=number)
 
 
-def _int_param(request: Request, name: str) -> int | None:
-    text = request.query_params.get(name)
-    if text is None or text == "":
-        return None
-    if not text.isdigit():
-        raise HTTPException(400, f"{name} must be a game number, not {text[:40]!r}")
-    return int(text)
-
-
 def game_list(request: Request) -> Response:
     t = tournament_or_404(request)
     store = store_of(request)
@@ -143,7 +134,7 @@ def game_list(request: Request) -> Response:
         raise HTTPException(400, f"result must be one of {', '.join(RESULTS)}, not {result[:40]!r}")
     if result is not None and bot_name is None:
         raise HTTPException(400, "a result filter needs a bot: the result is that bot's")
-    before, after = _int_param(request, "before"), _int_param(request, "after")
+    before, after = query_id(request, "before"), query_id(request, "after")
     f = GameFilter(by_name[bot_name].position if bot_name else None, result, params.get("forfeits") in ("1", "on", "true"))
     size = request.app.state.settings.page_size
     numbers, newer, older = page_numbers(store, t.id, f, before, after, size)

@@ -1,12 +1,14 @@
 """Games being played now: ``/live`` lists them across tournaments (refreshed by the page itself),
 and ``/t/{tournament}/games/{number}/events`` streams one game's progress as server-sent events.
 
-The stream reads the game's live row (arena/play/live.py) every ``events_poll_s`` and sends
-``event: plays`` with ``{"plays": N}`` whenever the count changes (at once on connecting, once the
-game has reported), ``event: done`` with ``{"status": ...}`` when the game is stored or failed, then
-ends; a comment every ``events_heartbeat_s`` keeps proxies from closing a quiet stream, and after
-``events_max_s`` it ends on its own (a browser's EventSource reconnects). A client that leaves ends
-it too (Starlette cancels the stream). static/live.js ``followGame`` is the browser's side.
+The streams of a game share one watch of its live row (arena/web/live_hub.py: one read every
+``events_poll_s`` whoever follows it). A stream sends ``event: plays`` with ``{"plays": N}``
+whenever the count changes (at once on connecting, once the game has reported), ``event: done``
+with ``{"status": ...}`` when the game is stored or failed, then ends; a comment every
+``events_heartbeat_s`` keeps proxies from closing a quiet stream, and after ``events_max_s`` it
+ends on its own (a browser's EventSource reconnects). A client that leaves ends it too (Starlette
+cancels the stream). Streams are capped per client and in all (429 or 503, with Retry-After).
+static/live.js ``followGame`` is the browser's side.
 """
 
 from __future__ import annotations
@@ -24,16 +26,16 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from ...store.models import GameStatus, Tournament, iso_utc
-from ...store.store import Store
+from ..live_hub import SETTLED, LiveHub, Ticket, Watch
 from ..negotiate import page
 from ..settings import WebSettings
-from .common import store_of, tournament_or_404
+from .common import path_id, store_of, tournament_or_404
 
 log = logging.getLogger("arena.web.live")
 REFRESH_S = 2  # how often /live refreshes its table in the browser
-SETTLED = (GameStatus.DONE.value, GameStatus.FAILED.value)
 
 
 def live_rows(request: Request) -> tuple[list[dict[str, Any]], datetime | None]:
@@ -59,14 +61,17 @@ def _sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
-async def game_events(store: Store, tid: int, number: int, settings: WebSettings) -> AsyncIterator[str]:
-    """The event stream of game ``number`` of tournament ``tid`` (see the module docstring)."""
+async def game_events(watch: Watch, settings: WebSettings) -> AsyncIterator[str]:
+    """The event stream of the game ``watch`` follows (see the module docstring)."""
     started = beat = time.monotonic()
     last: int | None = None
+    tid, number = watch.key
     yield "retry: 2000\n\n"  # how long a browser waits before it reconnects
-    while time.monotonic() - started < settings.events_max_s:
-        progress = await asyncio.to_thread(store.live_plays, tid, number)
-        status, plays = progress if progress is not None else (GameStatus.FAILED.value, None)
+    while (left := settings.events_max_s - (time.monotonic() - started)) > 0:
+        changed = watch.changed  # taken before the progress is read: a change after it sets this one
+        if watch.failed:
+            return  # the database failed (logged): the browser reconnects after `retry`
+        status, plays = watch.progress if watch.progress is not None else (GameStatus.FAILED.value, None)
         if status in SETTLED:
             yield _sse("done", {"status": status})
             return
@@ -79,21 +84,59 @@ async def game_events(store: Store, tid: int, number: int, settings: WebSettings
         elif now - beat >= settings.events_heartbeat_s:
             beat = now
             yield ": keep-alive\n\n"
-        await asyncio.sleep(settings.events_poll_s)
+        wait = min(left, settings.events_heartbeat_s - (time.monotonic() - beat))
+        if wait > 0:
+            try:
+                await asyncio.wait_for(changed.wait(), timeout=wait)
+            except TimeoutError:
+                pass
+
+
+class EventStream(StreamingResponse):
+    """A game's event stream that gives back its place under the caps and its subscription when
+    it ends, however it ends (done, timed out, the client gone, an error)."""
+
+    def __init__(self, watch: Watch, hub: LiveHub, ticket: Ticket, settings: WebSettings) -> None:
+        super().__init__(game_events(watch, settings), media_type="text/event-stream",
+                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        self.watch, self.hub, self.ticket = watch, hub, ticket
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.hub.unsubscribe(self.watch)
+            self.ticket.release()
+
+
+def client_of(request: Request) -> str:
+    """Who a stream is counted against: the client's address (behind a trusted proxy, the client
+    the proxy forwarded for: uvicorn's ProxyHeadersMiddleware, arena/web/guard.py)."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 async def events(request: Request) -> Response:
     tournament: Tournament = await asyncio.to_thread(tournament_or_404, request)
-    number = request.path_params["number"]
-    store = store_of(request)
-    if await asyncio.to_thread(store.live_plays, tournament.id, number) is None:
-        raise HTTPException(404, f"no game {number} in tournament {tournament.name!r}")
+    number = path_id(request, "number", "game")
     settings: WebSettings = request.app.state.settings
-    return StreamingResponse(game_events(store, tournament.id, number, settings), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    hub: LiveHub = request.app.state.live_hub
+    ticket = hub.admit(client_of(request))
+    watch = hub.subscribe(store_of(request), tournament.id, number)
+    try:
+        await watch.ready.wait()  # the watch's first read (shared, when the game is followed already)
+        if watch.failed:
+            raise HTTPException(503, "cannot read the live games now: try again later",
+                                headers={"Retry-After": "2"})
+        if watch.progress is None:
+            raise HTTPException(404, f"no game {number} in tournament {tournament.name!r}")
+    except BaseException:
+        hub.unsubscribe(watch)
+        ticket.release()
+        raise
+    return EventStream(watch, hub, ticket, settings)
 
 
 ROUTES = [
     Route("/live", live, name="live"),
-    Route("/t/{tournament}/games/{number:int}/events", events, name="events"),
+    Route("/t/{tournament}/games/{number:id}/events", events, name="events"),
 ]

@@ -1,5 +1,6 @@
 """/login and /logout: a user's token, given once in a form, becomes a signed session cookie
-(arena/web/auth.py); both forms carry the session's CSRF token."""
+(arena/web/auth.py); both forms carry the session's CSRF token. Logging out ends every session of
+the user on the server (their session epoch moves on), not only this browser's cookie."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ...store.users import user_for_token
-from ..auth import CSRF_FIELD, check_csrf, csrf_token, new_session, session_of, set_session
+from ..auth import CSRF_FIELD, SessionKeys, check_csrf, csrf_token, new_session, session_of, set_session
 from ..negotiate import page, wants_json
 from .common import store_of
 
@@ -40,7 +41,9 @@ async def login(request: Request) -> Response:
     if user is None:
         return _login_page(request, "that token is not a user's: check it, or ask the arena's operator",
                            status=401, target=target)
-    set_session(request, new_session(user))  # a new CSRF token too: nothing from before the login carries over
+    keys: SessionKeys = request.app.state.session_keys
+    # a new CSRF token too: nothing from before the login carries over
+    set_session(request, new_session(user, epoch=keys.epoch(user.id)))
     if wants_json(request):
         return page(request, "login.html", {"user": user.name, "error": None, "next": target, "csrf": None})
     return RedirectResponse(target, status_code=303)
@@ -49,6 +52,10 @@ async def login(request: Request) -> Response:
 async def logout(request: Request) -> Response:
     form = await request.form(max_files=0, max_fields=8, max_part_size=FORM_LIMIT)
     check_csrf(request, form.get(CSRF_FIELD))
+    user = session_of(request).user
+    if user is not None:  # every cookie of theirs is refused from now on, a copy taken before included
+        keys: SessionKeys = request.app.state.session_keys
+        keys.end_sessions(user.id)
     set_session(request, new_session(None))
     if wants_json(request):
         return page(request, "login.html", {"user": None, "error": None, "next": "/", "csrf": None})

@@ -26,7 +26,7 @@ from ...store.users import UserRow
 from ..auth import CSRF_FIELD, check_csrf, csrf_token, require_user
 from ..negotiate import page, wants_json
 from ..settings import MIB, WebSettings
-from .common import store_of
+from .common import path_id, store_of
 
 FORM_SLACK = 64 * 1024  # what a form adds to its archive: the command, the CSRF token, multipart headers
 MAX_COMMAND_CHARS = 1000
@@ -68,7 +68,7 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
     """The request's body, refused (413) as soon as it is known to be over ``limit``: by its
     Content-Length before anything is read, else while it is read."""
     length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
+    if length.isascii() and length.isdigit() and (len(length) > len(str(limit)) or int(length) > limit):
         raise HTTPException(413, _too_large(request))
     chunks, total = [], 0
     async for chunk in request.stream():
@@ -135,7 +135,7 @@ def _take(request: Request, user: UserRow, ladder: str, command: object, content
     state.write_store.put_archive(checked.sha256, content)
     row = new_submission(state.write_store, user.id, state.submit_tid, checked.sha256, command)
     state.checks.start(row.id)
-    url = str(request.url_for("submission", id=row.id))
+    url = str(request.url_for("submission", id=row.id).path)
     if wants_json(request):
         return page(request, "submission.html", {"submission": row.to_dict(), "url": url}, status=202)
     return RedirectResponse(url, status_code=303)
@@ -143,12 +143,13 @@ def _take(request: Request, user: UserRow, ladder: str, command: object, content
 
 def submission_page(request: Request) -> Response:
     user = require_user(request)
-    row = submission(store_of(request), request.path_params["id"])
+    sid = path_id(request, "id", "submission")
+    row = submission(store_of(request), sid)
     if row is None or row.user_id != user.id:  # another user's submission is not told apart from none
-        raise HTTPException(404, f"you have no submission {request.path_params['id']}")
-    return page(request, "submission.html", {"submission": row.to_dict(), "url": str(request.url)},
+        raise HTTPException(404, f"you have no submission {sid}")
+    return page(request, "submission.html", {"submission": row.to_dict(), "url": request.url.path},
                 data_as_of=as_utc(row.finished_at or row.created_at))
 
 
 ROUTES = [Route("/submit", submit, methods=["GET", "POST"], name="submit"),
-          Route("/submissions/{id:int}", submission_page, name="submission")]
+          Route("/submissions/{id:id}", submission_page, name="submission")]
