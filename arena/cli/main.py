@@ -29,6 +29,7 @@ from ..play.joblog import job_fields
 from .compare import add_compare_parser, add_gauntlet_parser
 from .console import PROG, make_console
 from .migrate import add_migrate_parser
+from .submissions import add_submissions_parser
 from .users import add_users_parser
 from .web import add_web_parser
 
@@ -442,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gauntlet_parser(sub)
     add_web_parser(sub)
     add_users_parser(sub)
+    add_submissions_parser(sub)
     add_migrate_parser(sub)
 
     p = sub.add_parser("demo", help="a quick tournament of the sample bots; its file and database are kept")

@@ -13,6 +13,9 @@ from ..web.settings import (
     DEFAULT_LISTEN,
     EVENTS_PER_CLIENT,
     EVENTS_TOTAL,
+    MAX_IN_FLIGHT,
+    MAX_KEPT_BYTES,
+    MAX_PER_HOUR,
     MAX_UPLOAD_BYTES,
     MIB,
     TRUSTED_PROXIES,
@@ -36,6 +39,13 @@ def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                    "of the database: each is checked (referee check) and enters as a new version")
     p.add_argument("--max-upload", type=float, default=MAX_UPLOAD_BYTES / MIB, metavar="MIB",
                    help=f"largest bot archive accepted (default {MAX_UPLOAD_BYTES // MIB} MiB)")
+    p.add_argument("--submissions-in-flight", type=int, default=MAX_IN_FLIGHT, metavar="N",
+                   help=f"a user's submissions waiting for or in their check (default {MAX_IN_FLIGHT})")
+    p.add_argument("--submissions-per-hour", type=int, default=MAX_PER_HOUR, metavar="N",
+                   help=f"a user's submissions in any hour (default {MAX_PER_HOUR})")
+    p.add_argument("--kept-per-user", type=float, default=MAX_KEPT_BYTES / MIB, metavar="MIB",
+                   help="what a user's submissions may keep: archives, and unpacked copies of those that may play "
+                   f"(default {MAX_KEPT_BYTES // MIB} MiB; arena submissions prune frees rejected ones)")
     p.add_argument("--public-url", metavar="URL", help="the address people reach it at, e.g. "
                    "https://arena.example.org: its host is served, and https makes the session cookie Secure")
     p.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
@@ -74,8 +84,17 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
                          f"(what a bot archive may be), not {args.max_upload:g}")
     if args.submit is not None and not args.submit.strip():
         raise UsageError("--submit needs the name of a ladder in the database")
+    for flag, value in (("--submissions-in-flight", args.submissions_in_flight),
+                        ("--submissions-per-hour", args.submissions_per_hour)):
+        if value < 1:
+            raise UsageError(f"{flag} must be at least 1, not {value}")
+    if not args.kept_per_user >= args.max_upload:  # (NaN too)
+        raise UsageError(f"--kept-per-user must be at least --max-upload ({args.max_upload:g} MiB), not "
+                         f"{args.kept_per_user:g}")
     return WebSettings(db=db, private=args.private, submit=args.submit, max_upload_bytes=int(args.max_upload * MIB),
-                       sandbox_from=args.file, logs=logs, metrics_listen=args.metrics_listen, **served)
+                       sandbox_from=args.file, logs=logs, metrics_listen=args.metrics_listen,
+                       max_in_flight=args.submissions_in_flight, max_per_hour=args.submissions_per_hour,
+                       max_kept_bytes=int(args.kept_per_user * MIB), **served)
 
 
 def serving(args: argparse.Namespace) -> dict[str, Any]:

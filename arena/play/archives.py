@@ -91,6 +91,18 @@ class ArchiveCache:
         self._unpack(content, sha256, folder)
         return self._remember(sha256, folder)
 
+    def remove(self, sha256: str) -> None:
+        """Delete archive ``sha256``'s unpacked copy on this machine, and its digest (a rejected
+        submission's: nothing plays it, and it could take many times its archive's size); the
+        database keeps the archive. A later ``path_for`` unpacks it again."""
+        if not is_sha256(sha256):
+            return
+        with self._lock:
+            self._checked.discard(sha256)
+        self._discard(self.root / sha256)
+        with contextlib.suppress(OSError):
+            self._tree_file(sha256).unlink()
+
     def _remember(self, sha256: str, folder: Path) -> Path:
         with self._lock:
             self._checked.add(sha256)

@@ -222,7 +222,8 @@ class Submission(Base):
     ``version`` counts the user's submissions to that ladder; an accepted one is bot ``bot_id``."""
 
     __tablename__ = "submissions"
-    __table_args__ = (UniqueConstraint("user_id", "tournament_id", "version"),)
+    __table_args__ = (UniqueConstraint("user_id", "tournament_id", "version"),
+                      Index("ix_submissions_user_created", "user_id", "created_at"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
@@ -236,3 +237,7 @@ class Submission(Base):
     bot_id: Mapped[int | None] = mapped_column(ForeignKey("bots.id", ondelete="SET NULL"), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # what it keeps, for its user's quota: its archive, and the archive unpacked while it may play
+    archive_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    unpacked_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    pruned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # archive deleted

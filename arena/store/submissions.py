@@ -1,19 +1,31 @@
 """Bots submitted through the web: a row per submission (checking, then accepted or rejected),
 and an accepted one's entry into its ladder. Entering is one transaction: the new version joins
 the pool as bot ``USER.vN``, every other version of the user's bot leaves it (inactive, its games
-and ratings kept), and the submission is marked accepted."""
+and ratings kept), and the submission is marked accepted.
+
+A new submission is one transaction too, under a lock on its user (``new_submission``): the user's
+limits (``SubmissionLimits``: checks in flight, submissions an hour, bytes kept) are counted and the
+next version number taken there, so a burst of one user's submissions can neither pass the limits
+together nor take one version twice. ``prune`` deletes the archives of old rejected submissions."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Connection, case, delete, func, insert, select, update
 
+from ..errors import ArenaError
 from ..rating.ratings import default_rating
-from .models import Bot, Rating, Submission, SubmissionStatus, Tournament, User, iso_utc, utcnow
+from .models import (Bot, BotArchive, Rating, Submission, SubmissionStatus, Tournament, User, as_utc, iso_utc,
+                     utcnow)
 from .store import Store
+
+MIB = 1 << 20
+HOUR = timedelta(hours=1)
+IN_FLIGHT_RETRY_S = 30  # Retry-After of a refusal for checks in flight: about one check's length
 
 REPORT_CHARS = 64 * 1024  # of the check's output kept (its end: the verdict is last)
 
@@ -42,24 +54,106 @@ class SubmissionRow:
                 "created_at": iso_utc(self.created_at), "finished_at": iso_utc(self.finished_at)}
 
 
+@dataclass(frozen=True)
+class SubmissionLimits:
+    """What one user may have (docs/web.md, "Security model"; the operator's flags of `arena web`)."""
+
+    in_flight: int = 2  # submissions waiting for or in their check
+    per_hour: int = 10  # submissions in the last hour, whatever became of them
+    kept_bytes: int = 256 * MIB  # stored archives, plus the unpacked copies of those that may play
+
+
+class SubmissionRefused(ArenaError):
+    """A user's submission over one of their limits: one line, the HTTP status it answers with,
+    and when to try again (None: not by waiting)."""
+
+    def __init__(self, reason: str, status: int, retry_after_s: int | None = None) -> None:
+        super().__init__(reason)
+        self.status, self.retry_after_s = status, retry_after_s
+
+
 def bot_name(user: str, version: int) -> str:
     """The ladder's name for version ``version`` of ``user``'s bot."""
     return f"{user}.v{version}"
 
 
-def new_submission(store: Store, user_id: int, tid: int, archive: str, command: str) -> SubmissionRow:
-    """A submission being checked, with the user's next version number for that ladder."""
-    with store.session() as s, s.begin():
-        last = s.scalar(select(func.max(Submission.version))
-                        .where(Submission.user_id == user_id, Submission.tournament_id == tid)) or 0
-        row = Submission(user_id=user_id, tournament_id=tid, version=last + 1, archive=archive, command=command,
-                         status=SubmissionStatus.CHECKING.value)
-        s.add(row)
-        s.flush()
-        sid = row.id
-    found = submission(store, sid)
+def new_submission(store: Store, user_id: int, tid: int, archive: str, content: bytes, unpacked_bytes: int,
+                   command: str, limits: SubmissionLimits = SubmissionLimits()) -> SubmissionRow:
+    """A submission being checked, with the user's next version number for that ladder, its
+    archive stored (once); SubmissionRefused when it would take the user over ``limits``. One
+    transaction, under a lock on the user: concurrent submissions of one user are counted in turn."""
+    with store.engine.begin() as conn:
+        _lock_user(conn, user_id)
+        now = utcnow()
+        refuse_over_limits(conn, user_id, limits, len(content) + unpacked_bytes, now)
+        if conn.scalar(select(BotArchive.sha256).where(BotArchive.sha256 == archive)) is None:
+            conn.execute(insert(BotArchive).values(sha256=archive, size=len(content), content=content,
+                                                   created_at=now))
+        last = conn.scalar(select(func.max(Submission.version))
+                           .where(Submission.user_id == user_id, Submission.tournament_id == tid)) or 0
+        sid = conn.execute(insert(Submission).values(
+            user_id=user_id, tournament_id=tid, version=last + 1, archive=archive, command=command,
+            status=SubmissionStatus.CHECKING.value, created_at=now, archive_bytes=len(content),
+            unpacked_bytes=unpacked_bytes)).inserted_primary_key[0]
+    found = submission(store, int(sid))
     assert found is not None
     return found
+
+
+def refuse_over_limits(conn: Connection, user_id: int, limits: SubmissionLimits, adds: int,
+                       now: datetime | None = None) -> None:
+    """SubmissionRefused when one more submission of ``adds`` bytes (archive and unpacked) would
+    take ``user_id`` over ``limits``: checks in flight, submissions in the last hour, bytes kept.
+    Without the user's lock (``new_submission`` holds it) it is a cheap early answer only."""
+    now = now or utcnow()
+    mine = Submission.user_id == user_id
+    in_flight = conn.scalar(select(func.count()).select_from(Submission)
+                            .where(mine, Submission.status == SubmissionStatus.CHECKING.value)) or 0
+    if in_flight >= limits.in_flight:
+        raise SubmissionRefused(f"you have {in_flight} submission(s) being checked, as many as a user may: wait "
+                                "for a verdict, then send this one", 429, IN_FLIGHT_RETRY_S)
+    hour = list(conn.scalars(select(Submission.created_at).where(mine, Submission.created_at > now - HOUR)
+                             .order_by(Submission.created_at)))
+    if len(hour) >= limits.per_hour:
+        wait = max(timedelta(seconds=1), (as_utc(hour[0]) or now) + HOUR - now)
+        raise SubmissionRefused(f"you sent {len(hour)} submissions in the last hour, as many as a user may: try "
+                                f"again in {math.ceil(wait.total_seconds() / 60)} minute(s)", 429,
+                                math.ceil(wait.total_seconds()))
+    kept = kept_bytes(conn, user_id)
+    if kept + max(adds, 1) > limits.kept_bytes:  # (adds 0: the early answer, for a user already full)
+        adding = f" and this one would add {_size(adds)}" if adds else ""
+        raise SubmissionRefused(f"your submissions keep {_size(kept)}{adding}: a user may keep "
+                                f"{_size(limits.kept_bytes)} (the operator prunes old rejected ones: arena "
+                                "submissions prune)", 403)
+
+
+def _size(count: int) -> str:
+    return f"{count / MIB:.1f} MiB" if count >= MIB else f"{count / 1024:.1f} KiB"
+
+
+def precheck(store: Store, user_id: int, limits: SubmissionLimits) -> None:
+    """``refuse_over_limits`` before an upload is read and checked: a user at a limit costs no more."""
+    with store.engine.connect() as conn:
+        refuse_over_limits(conn, user_id, limits, 0)
+
+
+def _lock_user(conn: Connection, user_id: int) -> None:
+    """Hold ``user_id``'s row (PostgreSQL) or the database's write lock (SQLite) to the
+    transaction's end: another submission of the user waits here, then counts this one."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.execute(select(User.id).where(User.id == user_id).with_for_update())
+
+
+def kept_bytes(conn: Connection, user_id: int) -> int:
+    """What a user's submissions keep: every stored (unpruned) archive, and the unpacked copy of
+    each one that is not rejected (a rejected one's copy is removed at its verdict)."""
+    kept = Submission.archive_bytes + case((Submission.status == SubmissionStatus.REJECTED.value, 0),
+                                           else_=Submission.unpacked_bytes)
+    total = conn.scalar(select(func.coalesce(func.sum(kept), 0))
+                        .where(Submission.user_id == user_id, Submission.pruned_at.is_(None)))
+    return int(total or 0)
 
 
 def submission(store: Store, sid: int) -> SubmissionRow | None:
@@ -135,3 +229,52 @@ def owner_of(store: Store, bot_id: int) -> int | None:
     """The user whose accepted submission bot ``bot_id`` is (None: a bot of the operator's)."""
     with store.session() as s:
         return s.scalar(select(Submission.user_id).where(Submission.bot_id == bot_id))
+
+
+def archive_in_use(store: Store, sha256: str, besides: int) -> bool:
+    """Whether archive ``sha256`` may still play here: a bot uses it, or a submission other than
+    ``besides`` is checking or accepted with it."""
+    with store.session() as s:
+        if s.scalar(select(Bot.id).where(Bot.archive == sha256).limit(1)) is not None:
+            return True
+        return s.scalar(select(Submission.id).where(
+            Submission.archive == sha256, Submission.id != besides,
+            Submission.status != SubmissionStatus.REJECTED.value).limit(1)) is not None
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What ``prune`` did: the submissions pruned, the archives deleted (their sha256) and their bytes."""
+
+    submissions: int
+    archives: list[str]
+    freed_bytes: int
+
+
+def prune(store: Store, older_than: timedelta, now: datetime | None = None) -> Pruned:
+    """Delete the stored archives of rejected submissions whose verdict is older than
+    ``older_than`` (each archive only when no bot and no other unpruned submission uses it); the
+    submissions stay, marked pruned (their reports too: a user still sees why)."""
+    cutoff = (now or utcnow()) - older_than
+    with store.engine.begin() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        old = conn.execute(select(Submission.id, Submission.archive).where(
+            Submission.status == SubmissionStatus.REJECTED.value, Submission.pruned_at.is_(None),
+            Submission.finished_at < cutoff)).all()
+        ids = [sid for sid, _ in old]
+        if ids:
+            conn.execute(update(Submission).where(Submission.id.in_(ids)).values(pruned_at=utcnow()))
+        deleted: list[str] = []
+        freed = 0
+        for sha in sorted({sha for _, sha in old}):
+            used = conn.scalar(select(Bot.id).where(Bot.archive == sha).limit(1)) is not None or conn.scalar(
+                select(Submission.id).where(Submission.archive == sha, Submission.pruned_at.is_(None)).limit(1)
+            ) is not None
+            if not used:
+                size = conn.scalar(select(BotArchive.size).where(BotArchive.sha256 == sha))
+                if size is not None:
+                    conn.execute(delete(BotArchive).where(BotArchive.sha256 == sha))
+                    deleted.append(sha)
+                    freed += int(size)
+    return Pruned(len(ids), deleted, freed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlencode
@@ -25,13 +26,13 @@ from referee.metrics import watch_event_loop
 from ..errors import UsageError, quoted
 from ..store.store import Store
 from .auth import SessionKeys, Sessions
-from .checks import SubmissionChecks
+from .checks import SubmissionChecks, require_bwrap
 from .guard import guarded
 from .live_hub import LiveHub
 from .negotiate import JsonSuffix, page, wants_json
 from .pages import bot, game, games, leaderboard, live, login, submit, tournaments
 from .request_metrics import RequestMetrics
-from .settings import WebSettings
+from .settings import UPLOAD_THREADS, WebSettings
 
 log = logging.getLogger("arena.web")
 
@@ -86,8 +87,11 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
             if app.state.submit_tid is None:
                 app.state.write_store.close()
                 raise UsageError(f"--submit: no ladder named {quoted(settings.submit)} in the database")
+            require_bwrap(settings)
             app.state.checks = SubmissionChecks(app.state.write_store, app.state.submit_tid, settings)
             app.state.checks.resume()
+            app.state.upload_pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="arena-upload")
+            app.state.uploading = set()  # users with an upload being taken (one each at a time)
         app.state.store = store if store is not None else Store(settings.db, read_only=True)
         watcher = asyncio.ensure_future(watch_event_loop()) if settings.metrics_listen else None
         try:
@@ -97,6 +101,7 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
             if watcher is not None:
                 watcher.cancel()
             if settings.submit is not None:
+                app.state.upload_pool.shutdown(wait=True)
                 app.state.checks.close()
                 app.state.write_store.close()
             if store is None:

@@ -1,29 +1,38 @@
 """Submitted bots' conformance checks: `referee check` run on the unpacked archive (its root the
-working directory, in the sandbox a tournament uses), one at a time on a thread of its own so the
-server keeps answering, stopped after ``check_timeout_s``. A clean check enters the bot into the
-ladder as its user's next version (arena/store/submissions.py); any other outcome rejects it with
-the check's reason and output. Checks a stopped server left unfinished run again at its next start.
+working directory: all the sandbox shows the bot besides its runtime; the database and the archive
+cache private), ``check_concurrency`` at a time on threads of their own so the server keeps
+answering, each stopped after ``check_timeout_s``. Waiting checks are taken fairly across users
+(``FairQueue``): a user's burst delays another user's check by one check at most. A clean check
+enters the bot into the ladder as its user's next version (arena/store/submissions.py); any other
+outcome rejects it with the check's reason and output, and removes its unpacked copy (nothing will
+play it). Checks a stopped server left unfinished run again at its next start.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from referee.sandbox import SandboxSettings, make_launcher
+from referee.sandbox.launcher import SandboxLauncher
+from referee.sandbox.machine import Machine
+
 from ..bot_archive import ArchiveError
-from ..errors import one_line
+from ..config import load_config
+from ..errors import UsageError, one_line
 from ..play.archives import ArchiveCache
 from ..store.store import Store
-from ..store.submissions import accept, checking, reject, submission
+from ..store.submissions import accept, archive_in_use, checking, reject, submission
 from .settings import WebSettings
 
 log = logging.getLogger("arena.web")
@@ -33,9 +42,11 @@ TIME_FLAGS = {"move_time_ms": "--move-time", "grace_ms": "--grace", "bank_initia
 REASON_CHARS = 500
 
 
-def check_command(settings: WebSettings, command: str, ladder: dict[str, Any]) -> list[str]:
+def check_command(settings: WebSettings, command: str, ladder: dict[str, Any],
+                  private: tuple[str, ...] = ()) -> list[str]:
     """The `referee check` command line for a submitted bot's ``command`` under the ladder's
-    settings (as stored: its players, partnerships and time control)."""
+    settings (as stored: its players, partnerships and time control); ``private``: paths no bot
+    may be shown (the database, the archive cache)."""
     argv = [sys.executable, "-m", "referee.cli", "check", "--bot", command, "--games", str(settings.check_games)]
     players = ladder.get("players", 2)
     if players in (3, 4):  # the ladder's table: every seat, then one seat beside random bots
@@ -48,6 +59,8 @@ def check_command(settings: WebSettings, command: str, ladder: dict[str, Any]) -
             argv += [flag, str(time_control[key])]
     if settings.sandbox_from:
         argv += ["--sandbox-from", os.path.abspath(settings.sandbox_from)]
+    for path in private:
+        argv += ["--private", path]
     return argv
 
 
@@ -63,16 +76,88 @@ def verdict(returncode: int, output: str) -> str | None:
     return f"the check could not run the bot: {last}"[:REASON_CHARS]
 
 
+def require_bwrap(settings: WebSettings, machine: Machine | None = None) -> None:
+    """Submission runs strangers' code: the checks' sandbox must be bubblewrap's (mode "limits"
+    shows a bot the host's files as its uid sees them), unless the operator's tournament file asks
+    for another mode by name. UsageError (one line, exit 2) otherwise."""
+    sandbox = load_config(settings.sandbox_from, check_programs=False).sandbox if settings.sandbox_from \
+        else SandboxSettings()
+    if sandbox.mode != "auto":
+        return  # the operator's explicit choice (docs/web.md, "Security model")
+    launcher = make_launcher(sandbox, machine, warn=lambda line: None)
+    if not isinstance(launcher, SandboxLauncher) or launcher.mode != "bwrap":
+        raise UsageError("--submit runs strangers' bots: it needs the bubblewrap sandbox, which cannot run here "
+                         f"({launcher.machine.bwrap_problem if isinstance(launcher, SandboxLauncher) else 'off'}); "
+                         "run scripts/setup-system.sh, or set the tournament file's [sandbox] mode to accept less")
+
+
+class FairQueue:
+    """Submissions waiting for their check, taken in turn across users: next is the oldest waiting
+    submission of the user who has had the fewest checks started since they last had none waiting
+    or running (ties: who waited longest). A user with two waiting and one running cannot go before
+    another user's first."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: dict[int, collections.deque[tuple[int, int]]] = {}  # user -> (arrival, sid)
+        self._started: dict[int, int] = {}  # checks started per user in their current busy spell
+        self._running: collections.Counter[int] = collections.Counter()
+        self._arrivals = itertools.count()
+        self._closed = False
+
+    def put(self, user_id: int, sid: int) -> None:
+        with self._cond:
+            self._waiting.setdefault(user_id, collections.deque()).append((next(self._arrivals), sid))
+            self._cond.notify()
+
+    def take(self) -> tuple[int, int] | None:
+        """The next (user, submission) to check, waiting until there is one; None once closed."""
+        with self._cond:
+            while not self._closed and not self._waiting:
+                self._cond.wait()
+            if self._closed:
+                return None
+            user = min(self._waiting, key=lambda u: (self._started.get(u, 0), self._waiting[u][0][0]))
+            _, sid = self._waiting[user].popleft()
+            if not self._waiting[user]:
+                del self._waiting[user]
+            self._started[user] = self._started.get(user, 0) + 1
+            self._running[user] += 1
+            return user, sid
+
+    def done(self, user_id: int) -> None:
+        """A check of ``user_id`` ended: a user with nothing left waiting or running starts afresh."""
+        with self._cond:
+            self._running[user_id] -= 1
+            if self._running[user_id] <= 0 and user_id not in self._waiting:
+                del self._running[user_id]
+                self._started.pop(user_id, None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
 class SubmissionChecks:
     """The checks of one ladder's submissions (see the module docstring)."""
 
     def __init__(self, store: Store, tid: int, settings: WebSettings, cache: ArchiveCache | None = None) -> None:
         self.store, self.tid, self.settings = store, tid, settings
         self.cache = cache or ArchiveCache()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-check")
+        self.queue = FairQueue()
         self._lock = threading.Lock()
-        self._running: subprocess.Popen[str] | None = None
+        self._running: set[subprocess.Popen[str]] = set()
         self._stopping = False
+        self._threads = [threading.Thread(target=self._serve, name=f"arena-check-{n}", daemon=True)
+                         for n in range(settings.check_concurrency)]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def private(self) -> tuple[str, ...]:
+        """What no checked bot may be shown: the database's file and the archive cache."""
+        return tuple(p for p in (self.store.sqlite_path, str(self.cache.root)) if p)
 
     def resume(self) -> None:
         """Check again the submissions a stopped server left checking."""
@@ -80,23 +165,45 @@ class SubmissionChecks:
             self.start(sid)
 
     def start(self, sid: int) -> None:
-        self._pool.submit(self._check_logged, sid)
+        row = submission(self.store, sid)
+        if row is not None:
+            self.queue.put(row.user_id, sid)
 
     def close(self) -> None:
-        """Stop: the running check is killed (its submission stays checking, for the next start)."""
+        """Stop: the running checks are killed (their submissions stay checking, for the next start)."""
         with self._lock:
             self._stopping = True
-            if self._running is not None:
+            for process in self._running:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self._running.pid, signal.SIGKILL)
-        self._pool.shutdown(wait=True, cancel_futures=True)
+                    os.killpg(process.pid, signal.SIGKILL)
+        self.queue.close()
+        for thread in self._threads:
+            thread.join()
+
+    def _serve(self) -> None:
+        while (taken := self.queue.take()) is not None:
+            user, sid = taken
+            try:
+                self._check_logged(sid)
+            finally:
+                self.queue.done(user)
 
     def _check_logged(self, sid: int) -> None:
         try:
             self._check(sid)
         except Exception:  # a check must never take the thread down with it; the submission says so
             log.exception("the check of submission %d failed", sid)
-            reject(self.store, sid, "the check failed on the server: the reason is in its log", None)
+            self._reject(sid, "the check failed on the server: the reason is in its log", None)
+
+    def _reject(self, sid: int, reason: str, report: str | None) -> None:
+        """Reject ``sid`` and remove its unpacked copy here, unless something else may play it."""
+        reject(self.store, sid, reason, report)
+        row = submission(self.store, sid)
+        if row is not None and not archive_in_use(self.store, row.archive, besides=sid):
+            try:
+                self.cache.remove(row.archive)
+            except ArchiveError as exc:
+                log.warning("the unpacked copy of rejected submission %d stays: %s", sid, exc)
 
     def _check(self, sid: int) -> None:
         row = submission(self.store, sid)
@@ -105,36 +212,34 @@ class SubmissionChecks:
         try:
             folder = self.cache.path_for(self.store, row.archive)
         except ArchiveError as exc:
-            reject(self.store, sid, f"the archive cannot be unpacked: {exc}", None)
+            self._reject(sid, f"the archive cannot be unpacked: {exc}", None)
             return
-        argv = check_command(self.settings, row.command, self.store.tournament(self.tid).settings)
+        argv = check_command(self.settings, row.command, self.store.tournament(self.tid).settings, self.private)
         with self._lock:
             if self._stopping:
                 return
-            self._running = process = subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, text=True,
-                                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                       start_new_session=True, errors="replace")
+            process = subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, text=True, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True, errors="replace")
+            self._running.add(process)
         try:
             output, _ = process.communicate(timeout=self.settings.check_timeout_s)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             output, _ = process.communicate()
-            reject(self.store, sid, f"the check took longer than {self.settings.check_timeout_s:g} s and was "
-                                    "stopped", output)
+            self._reject(sid, f"the check took longer than {self.settings.check_timeout_s:g} s and was stopped", output)
             return
         finally:
             with self._lock:
-                self._running = None
+                self._running.discard(process)
         if self._stopping:  # killed by close(): checked again at the next start
             return
         if (reason := verdict(process.returncode, output)) is not None:
-            reject(self.store, sid, one_line(reason), output)
+            self._reject(sid, one_line(reason), output)
             return
         try:
             name = accept(self.store, sid, output)
         except IntegrityError:
-            reject(self.store, sid, "the ladder already has a bot of this version's name (added by its operator)",
-                   output)
+            self._reject(sid, "the ladder already has a bot of this version's name (added by its operator)", output)
             return
         log.info("submission %d accepted: %s joins the ladder", sid, name)

@@ -20,6 +20,11 @@ MIB = 1 << 20
 MAX_UPLOAD_BYTES = 10 * MIB  # a submitted bot archive (the archive format allows more: arena/bot_archive.py)
 CHECK_TIMEOUT_S = 300.0  # a submission's conformance check is stopped (and rejected) after this
 CHECK_GAMES = 2  # games of a submission's check against each opponent (referee check --games)
+CHECK_CONCURRENCY = 1  # submissions' checks run at once (each plays real sandboxed bots)
+UPLOAD_THREADS = 2  # threads that check uploaded archives (none of the request threads every page needs)
+MAX_IN_FLIGHT = 2  # a user's submissions waiting for or in their check
+MAX_PER_HOUR = 10  # a user's submissions in the last hour
+MAX_KEPT_BYTES = 256 * MIB  # a user's stored archives, plus the unpacked copies of those that may play
 EVENTS_PER_CLIENT = 8  # event streams one client address may hold open at once (a few tabs of live games)
 EVENTS_TOTAL = 256  # event streams the whole server holds open at once
 EVENTS_RETRY_AFTER_S = 10  # the Retry-After of a stream refused for a cap
@@ -49,6 +54,12 @@ class WebSettings:
     max_upload_bytes: int = MAX_UPLOAD_BYTES
     check_timeout_s: float = CHECK_TIMEOUT_S
     check_games: int = CHECK_GAMES
+    check_concurrency: int = CHECK_CONCURRENCY
+    # what one user may have (arena/store/submissions.py's SubmissionLimits): checks in flight,
+    # submissions in the last hour, bytes kept (archives, and their unpacked copies)
+    max_in_flight: int = MAX_IN_FLIGHT
+    max_per_hour: int = MAX_PER_HOUR
+    max_kept_bytes: int = MAX_KEPT_BYTES
     sandbox_from: str | None = None  # a tournament file whose [sandbox] the checks run under
     metrics_listen: str | None = None  # HOST:PORT of its Prometheus metrics (served by serve.py), None: off
     public_url: str | None = None  # the origin people reach it at (https://arena.example.org), None: not said

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from dataclasses import replace as dataclasses_replace
 import sys
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,162 @@ def test_a_failure_reason_is_public_without_the_command_or_paths() -> None:
     public = public_record(record)
     assert "endpoint" not in public["seats"][0] and "s3cret" not in str(public) and "/srv" not in str(public)
     assert record["seats"][0]["endpoint"] == command, "the stored record is left as it is"
+
+
+# --- bounded work per user ----------------------------------------------------------------------
+
+def failing_archive(tag: bytes = b"") -> bytes:
+    """A bot that exits at once: its check ends in a second or two, rejected."""
+    return archive([member("bot.py", b"raise SystemExit(3)\n" + tag)], sample=False)
+
+
+FAILING = f"{sys.executable} bot.py"
+
+
+def test_the_check_queue_takes_users_in_turn() -> None:
+    from arena.web.checks import FairQueue
+
+    queue = FairQueue()
+    for sid in (1, 2, 3):
+        queue.put(7, sid)  # a burst of user 7
+    assert queue.take() == (7, 1)
+    queue.put(8, 4)  # user 8 arrives while 7's first runs and two more wait
+    assert queue.take() == (8, 4), "the newcomer's first check goes before the burst's second"
+    queue.done(7)
+    assert queue.take() == (7, 2)
+    queue.put(9, 5)
+    assert queue.take() == (9, 5)
+    queue.done(8), queue.done(7), queue.done(9)
+    assert queue.take() == (7, 3)
+    queue.done(7)
+    queue.put(7, 6)  # after a pause (nothing waiting or running) a user starts afresh
+    queue.put(8, 7)
+    assert queue.take() == (7, 6)
+    queue.close()
+    assert queue.take() is None
+
+
+def test_one_users_burst_delays_anothers_check_by_one_check_at_most(ladder_db: str, tokens: dict[str, str]) -> None:
+    """Checks run one at a time: alice's three submissions, then bob's one; bob's verdict comes
+    second, before alice's second and third."""
+    alice, bob = tokens["alice"], tokens["bob"]
+    for web_app in client_for(ladder_db, submit="open", check_games=1, check_timeout_s=120, max_in_flight=3):
+        sids = [send(web_app, failing_archive(bytes([n])), command=FAILING, headers=bearer(alice)).json()
+                ["submission"]["id"] for n in range(3)]
+        theirs = send(web_app, failing_archive(b"bob"), command=FAILING, headers=bearer(bob)).json()["submission"]["id"]
+        done = {sid: verdict(web_app, sid, alice) for sid in sids}
+        bobs = verdict(web_app, theirs, bob)
+    order = sorted([(d["finished_at"], sid) for sid, d in done.items()] + [(bobs["finished_at"], theirs)])
+    assert [sid for _, sid in order] == [sids[0], theirs, sids[1], sids[2]], order
+
+
+def test_a_burst_of_one_users_submissions_is_refused_in_one_line_and_takes_each_version_once(
+        ladder_db: str, tokens: dict[str, str], tmp_path: Path) -> None:
+    """The audit's burst: 50 submissions in half a second answered 46 accepted and 4 x 500 (two
+    took one version number). Now: within the user's limits, the others a 429 with Retry-After,
+    never a 500, each version once; and another user gets in meanwhile."""
+    import concurrent.futures
+    import urllib.error
+    import urllib.request
+
+    from tests.web.browser_support import serve
+
+    content = failing_archive()
+    boundary = "arena-test-boundary"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"command\"\r\n\r\n{FAILING}\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"archive\"; filename=\"bot.tar.gz\"\r\n"
+            "Content-Type: application/gzip\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
+
+    def post(server_url: str, token: str) -> tuple[int, dict[str, str], str]:
+        request = urllib.request.Request(server_url + "/submit", data=body, method="POST", headers={
+            "authorization": f"Bearer {token}", "accept": "application/json",
+            "content-type": f"multipart/form-data; boundary={boundary}"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                return answer.status, dict(answer.headers), answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, dict(error.headers), error.read().decode()
+
+    with serve(ladder_db, tmp_path, "--submit", "open", "--submissions-in-flight", "2") as server:
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(lambda _: post(server.base, tokens["alice"]), range(40)))
+        other = post(server.base, tokens["bob"])
+    statuses = [status for status, _, _ in answers]
+    assert set(statuses) <= {202, 429} and statuses.count(202) in (1, 2), (statuses, server.output())
+    for status, headers, text in answers:
+        if status == 429:
+            assert int(headers["retry-after"]) > 0
+            import json
+
+            error = json.loads(text)["error"]
+            assert "\n" not in error and ("being checked" in error or "another submission" in error), error
+    assert other[0] == 202, other
+    store = Store(ladder_db, read_only=True)
+    try:
+        from sqlalchemy import select
+
+        from arena.store.models import Submission
+        with store.session() as s:
+            versions = list(s.scalars(select(Submission.version).where(Submission.user_id == 1)))
+    finally:
+        store.close()
+    assert sorted(versions) == list(range(1, len(versions) + 1)) == [1, 2][:statuses.count(202)]
+
+
+def test_an_hours_submissions_and_the_bytes_kept_are_limited_per_user(ladder_db: str, tokens: dict[str, str]) -> None:
+    alice, bob = tokens["alice"], tokens["bob"]
+    for web_app in client_for(ladder_db, submit="open", check_games=1, check_timeout_s=120, max_per_hour=2):
+        first = [send(web_app, failing_archive(bytes([n])), command=FAILING, headers=bearer(alice)) for n in range(2)]
+        assert [a.status_code for a in first] == [202, 202]
+        for answer in first:
+            verdict(web_app, answer.json()["submission"]["id"], alice)
+        third = send(web_app, failing_archive(b"3"), command=FAILING, headers=bearer(alice))
+        assert third.status_code == 429 and 3000 < int(third.headers["retry-after"]) <= 3600, third.text
+        assert "2 submissions in the last hour" in third.json()["error"]
+    for web_app in client_for(ladder_db, submit="open", max_kept_bytes=1024):
+        full = send(web_app, archive(), headers=bearer(bob))  # the sample bots unpack to more than 1 KiB
+        assert full.status_code == 403 and "this one would add" in full.json()["error"], full.text
+        assert full.json()["error"].endswith("a user may keep 1.0 KiB (the operator prunes old rejected ones: arena "
+                                             "submissions prune)")
+
+
+def test_a_rejected_submissions_unpacked_copy_goes_at_once_and_prune_deletes_its_archive(
+        ladder_db: str, tokens: dict[str, str], tmp_path: Path) -> None:
+    import subprocess
+
+    bob = tokens["bob"]
+    cache = tmp_path / "cache"
+    for web_app in client_for(ladder_db, submit="open", check_games=1, check_timeout_s=120):
+        sent = send(web_app, failing_archive(), command=FAILING, headers=bearer(bob))
+        done = verdict(web_app, sent.json()["submission"]["id"], bob)
+        assert done["status"] == "rejected"
+    sha = done["archive_sha256"]
+    assert not (cache / sha).exists() and not (cache / f"{sha}.tree").exists(), sorted(p.name for p in cache.iterdir())
+    store = Store(ladder_db, read_only=True)
+    assert store.has_archive(sha), "the archive stays for the operator"
+    store.close()
+    pruned = subprocess.run([sys.executable, "-m", "arena.cli", "submissions", "prune", "--older-than", "0", "--db",
+                             ladder_db], capture_output=True, text=True, timeout=120, check=False)
+    assert pruned.returncode == 0 and pruned.stdout.startswith("pruned 1 rejected submission(s): 1 archive(s)"), \
+        pruned.stdout + pruned.stderr
+    store = Store(ladder_db, read_only=True)
+    assert not store.has_archive(sha)
+    store.close()
+
+
+def test_submission_needs_the_bubblewrap_sandbox_unless_the_operator_asks_for_less(ladder_db: str,
+                                                                                    tmp_path: Path) -> None:
+    from arena.errors import UsageError
+    from arena.web.checks import require_bwrap
+    from arena.web.settings import WebSettings
+
+    real = probe()
+    without = dataclasses_replace(real, bwrap_problem="bubblewrap (bwrap) is not installed")
+    settings = WebSettings(db=ladder_db, submit="open")
+    with pytest.raises(UsageError, match=r"--submit runs strangers' bots: it needs the bubblewrap sandbox, which cannot "
+                                         r"run here \(bubblewrap \(bwrap\) is not installed\)"):
+        require_bwrap(settings, without)
+    explicit = tmp_path / "ladder.toml"
+    explicit.write_text('name = "open"\n[sandbox]\nmode = "limits"\n\n[[bots]]\nname = "x"\ncommand = "true"\n'
+                        '[[bots]]\nname = "y"\ncommand = "true"\n')
+    require_bwrap(WebSettings(db=ladder_db, submit="open", sandbox_from=str(explicit)), without)  # said so: allowed

@@ -418,12 +418,12 @@ def test_a_check_a_stopped_server_left_unfinished_runs_at_its_next_start(ladder_
 
     content = archive([member("bot.py", b"raise SystemExit(3)\n")], sample=False)
     store = Store(ladder_db)
-    sha = check_archive(content).sha256
-    store.put_archive(sha, content)
+    checked = check_archive(content)
     user = user_for_token(store, tokens["bob"])
     tid = store.tournament_id(LADDER)
     assert user is not None and tid is not None
-    left = new_submission(store, user.id, tid, sha, f"{sys.executable} bot.py")  # as a stopped server left it
+    left = new_submission(store, user.id, tid, checked.sha256, content, checked.unpacked_bytes,  # as a stopped
+                          f"{sys.executable} bot.py")  # server left it
     store.close()
     for web in app(ladder_db):
         assert verdict(web, left.id, tokens["bob"])["status"] == "rejected"

@@ -1,11 +1,15 @@
 """/submit and /submissions/{id}: a logged-in user uploads a bot archive (.tar.gz) with the command
 that runs it at the archive's root; it is checked at once (arena/bot_archive.py: format, paths,
-links, sizes; the command against its files), stored, and its conformance check starts
-(arena/web/checks.py). Its page shows the verdict, refreshing itself while the check runs; only
-its user sees it (the check's output holds their bot's log)."""
+links, sizes; the command against its files) on the upload threads (none of the request threads
+every page needs; one upload of a user at a time), stored within the user's limits
+(arena/store/submissions.py: checks in flight, an hour, bytes kept; a refusal is one line, a 429
+with Retry-After where waiting helps), and its conformance check is queued (arena/web/checks.py).
+Its page shows the verdict, refreshing itself while the check runs; only its user sees it (the
+check's output holds their bot's log)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -18,10 +22,11 @@ from starlette.types import Message
 
 from referee.bots.endpoint import BotEndpoint
 
-from ...bot_archive import ArchiveError, check_archive, command_problem
+from ...bot_archive import ArchiveError, CheckedArchive, check_archive, command_problem
 from ...errors import quoted
 from ...store.models import as_utc
-from ...store.submissions import SubmissionRow, bot_name, new_submission, submission, submissions_of
+from ...store.submissions import (SubmissionLimits, SubmissionRefused, SubmissionRow, bot_name, new_submission,
+                                  precheck, submission, submissions_of)
 from ...store.users import UserRow
 from ..auth import CSRF_FIELD, check_csrf, csrf_token, require_user
 from ..negotiate import page, wants_json
@@ -84,8 +89,20 @@ def _too_large(request: Request) -> str:
     return f"the upload is too large: a bot archive may be at most {limit} bytes ({limit / MIB:g} MiB) here"
 
 
-def _refused(request: Request, user: UserRow, ladder: str, reason: str, status: int = 400) -> Response:
-    return _submit_page(request, user, ladder, error=reason, status=status)
+def _refused(request: Request, user: UserRow, ladder: str, reason: str, status: int = 400,
+             retry_after_s: int | None = None) -> Response:
+    response = _submit_page(request, user, ladder, error=reason, status=status)
+    if retry_after_s is not None:
+        response.headers["retry-after"] = str(retry_after_s)
+    return response
+
+
+def limits_of(settings: WebSettings) -> SubmissionLimits:
+    return SubmissionLimits(settings.max_in_flight, settings.max_per_hour, settings.max_kept_bytes)
+
+
+def _over(request: Request, user: UserRow, ladder: str, refused: SubmissionRefused) -> Response:
+    return _refused(request, user, ladder, str(refused), refused.status, refused.retry_after_s)
 
 
 async def submit(request: Request) -> Response:
@@ -93,6 +110,22 @@ async def submit(request: Request) -> Response:
     ladder = _open_ladder(request)
     if request.method == "GET":
         return await run_in_threadpool(_submit_page, request, user, ladder)
+    state = request.app.state
+    if user.id in state.uploading:  # one upload of a user at a time: a burst waits for no check here
+        return await run_in_threadpool(_refused, request, user, ladder, "you are sending another submission: wait "
+                                       "for its answer", 429, 5)
+    state.uploading.add(user.id)
+    try:
+        try:  # a user at a limit costs no more than this read: the upload is neither read nor checked
+            await run_in_threadpool(precheck, state.write_store, user.id, limits_of(_settings(request)))
+        except SubmissionRefused as refused:
+            return await run_in_threadpool(_over, request, user, ladder, refused)
+        return await _upload(request, user, ladder)
+    finally:
+        state.uploading.discard(user.id)
+
+
+async def _upload(request: Request, user: UserRow, ladder: str) -> Response:
     limit = _settings(request).max_upload_bytes
     body = await _bounded_body(request, limit + FORM_SLACK)
 
@@ -109,31 +142,50 @@ async def submit(request: Request) -> Response:
     await form.close()
     if len(content) > limit:
         raise HTTPException(413, _too_large(request))
-    # checking (gunzip and all) and storing are blocking work: on a thread, the loop stays free
-    return await run_in_threadpool(_take, request, user, ladder, command, content)
+    if problem := _command_problem(command):
+        return await run_in_threadpool(_refused, request, user, ladder, problem)
+    assert isinstance(command, str)
+    command = command.strip()
+    # gunzip and every check of the archive: on the upload threads, so a page never waits for them
+    checked = await asyncio.get_running_loop().run_in_executor(request.app.state.upload_pool, _checked, content, command)
+    if isinstance(checked, str):
+        return await run_in_threadpool(_refused, request, user, ladder, checked)
+    return await run_in_threadpool(_take, request, user, ladder, command, content, checked)
 
 
-def _take(request: Request, user: UserRow, ladder: str, command: object, content: bytes) -> Response:
-    """Check an upload and its command, store it and start its check; or refuse it with the reason."""
+def _command_problem(command: object) -> str | None:
+    """Why a form's command cannot be a submitted bot's, or None."""
     if not isinstance(command, str) or not command.strip():
-        return _refused(request, user, ladder, "no command: say how to start the bot at the archive's root, "
-                                               "e.g. python3 bot.py")
+        return "no command: say how to start the bot at the archive's root, e.g. python3 bot.py"
     command = command.strip()
     if len(command) > MAX_COMMAND_CHARS or not command.isprintable():
-        return _refused(request, user, ladder, f"the command must be one line of at most {MAX_COMMAND_CHARS} "
-                                               f"printable characters, not {quoted(command)}")
+        return f"the command must be one line of at most {MAX_COMMAND_CHARS} printable characters, not {quoted(command)}"
     if BotEndpoint.is_address(command):
-        return _refused(request, user, ladder, f"{quoted(command)} is an address: a submitted bot is a command "
-                                               "the arena starts from its archive")
+        return f"{quoted(command)} is an address: a submitted bot is a command the arena starts from its archive"
+    return None
+
+
+def _checked(content: bytes, command: str) -> CheckedArchive | str:
+    """The archive checked and the command against it; or why it is refused."""
     try:
         checked = check_archive(content)
     except ArchiveError as exc:
-        return _refused(request, user, ladder, f"the archive {exc}")
+        return f"the archive {exc}"
     if problem := command_problem(checked, command, None):
-        return _refused(request, user, ladder, f"the command cannot start from the archive: {problem}")
+        return f"the command cannot start from the archive: {problem}"
+    return checked
+
+
+def _take(request: Request, user: UserRow, ladder: str, command: str, content: bytes,
+          checked: CheckedArchive) -> Response:
+    """Store a checked upload as the user's next submission and queue its check; or refuse it
+    for the user's limits."""
     state = request.app.state
-    state.write_store.put_archive(checked.sha256, content)
-    row = new_submission(state.write_store, user.id, state.submit_tid, checked.sha256, command)
+    try:
+        row = new_submission(state.write_store, user.id, state.submit_tid, checked.sha256, content,
+                             checked.unpacked_bytes, command, limits_of(_settings(request)))
+    except SubmissionRefused as refused:
+        return _over(request, user, ladder, refused)
     state.checks.start(row.id)
     url = str(request.url_for("submission", id=row.id).path)
     if wants_json(request):
