@@ -144,6 +144,30 @@ def test_it_cannot_read_another_bots_source_logs_or_the_hosts_secrets(tmp_path: 
     assert_no_bot_processes(patterns=HOSTILE_PATTERN)
 
 
+def test_a_link_in_its_folder_reaches_nothing_outside_it(tmp_path: Path) -> None:
+    """A bot's folder (a package) with symbolic links to the arena's database, the archive cache
+    and the folder above: inside the sandbox they lead nowhere."""
+    import shutil
+
+    folder, cache = tmp_path / "bot", tmp_path / "cache"
+    folder.mkdir()
+    (cache / ("a" * 64)).mkdir(parents=True)
+    (cache / ("a" * 64) / "bot.py").write_text("secret = 1\n")
+    (tmp_path / "arena.db").write_bytes(b"SQLite format 3\0" + bytes(100))
+    for name in ("_bot.py", "read_files.py"):
+        shutil.copy(HOSTILE / name, folder / name)
+    (folder / "db").symlink_to(tmp_path / "arena.db")
+    (folder / "cache").symlink_to(cache)
+    (folder / "up").symlink_to("..")
+    targets = ["db", f"cache/{'a' * 64}/bot.py", "cache", "up/arena.db", "up"]
+    reader = BotEndpoint.parse(shlex.join([sys.executable, "read_files.py", *targets]), cwd=str(folder))
+    report, _ = play([reader, victim()], tmp_path / "logs", private=(str(tmp_path / "arena.db"), str(cache)))
+    reads = reports(report.logs_dir / "bot0.log")["reads"]
+    assert reads.pop("up") == "listed 1 entries", "the way to its folder: its folder alone"
+    assert set(reads.values()) == {"ENOENT"}, reads
+    assert failures_of(report, 0) == failures_of(report, 1) == []
+
+
 def test_what_it_writes_outside_its_sandbox_never_reaches_the_host(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir(mode=0o777)

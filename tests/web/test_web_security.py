@@ -87,14 +87,28 @@ def test_a_submitted_bot_reads_nothing_of_other_archives_the_database_or_the_ser
     assert other not in done["report"].replace(f"../{other}", ""), "nothing of the other archive but its name"
 
 
-def test_the_arenas_files_are_not_readable_by_others(ladder_db: str, tmp_path: Path) -> None:
+def test_the_arenas_files_are_not_readable_by_others(played_db: str, ladder_db: str, tmp_path: Path,
+                                                     web: TestClient, tokens: dict[str, str]) -> None:
     """Every file the arena writes is its own: a bot's uid is an "other" (mode "limits" shows it
-    the host's files as that uid sees them)."""
+    the host's files as that uid sees them): the database (and its -wal, -shm), the bot logs
+    (`arena run`'s), the archive cache's root (others pass through, list nothing) and digests."""
+    import stat
+
+    def mode(path: Path) -> int:
+        return stat.S_IMODE(path.stat().st_mode)
+
     database = Path(ladder_db.removeprefix("sqlite:///"))
-    assert database.stat().st_mode & 0o077 == 0, oct(database.stat().st_mode)
+    assert mode(database) == 0o600
     Store(ladder_db).close()
     for path in database.parent.glob(database.name + "*"):
-        assert path.stat().st_mode & 0o007 == 0, (path, oct(path.stat().st_mode))
+        assert mode(path) & 0o007 == 0, (path, oct(mode(path)))
+    played = Path(played_db.removeprefix("sqlite:///"))
+    assert mode(played) == 0o600
+    logs = played.parent / "runs-logs"
+    assert mode(logs) == 0o700 and all(mode(log) == 0o600 for log in logs.iterdir()), oct(mode(logs))
+    sha = accepted_archive_of(web, tokens["alice"])
+    cache = tmp_path / "cache"
+    assert mode(cache) == 0o711 and mode(cache / f"{sha}.tree") == 0o600 and mode(cache / sha) == 0o555
 
 
 def test_public_pages_name_each_seat_but_never_its_command_or_this_servers_paths(played_db: str) -> None:
