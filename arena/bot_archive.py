@@ -16,6 +16,7 @@ import hashlib
 import io
 import os
 import posixpath
+import re
 import shlex
 import stat
 import tarfile
@@ -36,7 +37,13 @@ MAX_MEMBERS = 10_000  # files, folders and links
 # at most, long names included). Decompressing stops here, so a gzip bomb costs no more memory.
 MAX_TAR_BYTES = MAX_UNPACKED_BYTES + MAX_MEMBERS * 4096 + MIB
 MAX_LINK_HOPS = 40  # symbolic links followed inside an archive to find a command's program
+# gzip(1) and pigz write one gzip member; `cat a.tar.gz b.tar.gz` joins a few, and gzip reads them
+# all, so a few are allowed. Each member costs a decompressor of its own, so not a million of them
+# (block-gzip tools such as bgzip write one member per 64 KiB: such an archive is refused).
+MAX_GZIP_MEMBERS = 16
+GZIP_CHUNK_BYTES = 64 * 1024  # compressed bytes handed to zlib at a time
 SHA256_HEX = frozenset("0123456789abcdef")
+_ZEROS = re.compile(rb"\0*")
 
 
 class ArchiveError(ArenaError):
@@ -238,22 +245,34 @@ def _entry(member: tarfile.TarInfo, seen: dict[str, ArchiveEntry]) -> ArchiveEnt
 
 
 def _gunzip(content: bytes) -> bytes:
-    """The tar stream inside a gzip (every gzip member, as gzip itself reads them), at most MAX_TAR_BYTES."""
+    """The tar stream inside a gzip (every gzip member, as gzip itself reads them), at most MAX_TAR_BYTES.
+    zlib is handed GZIP_CHUNK_BYTES at a time, so what a member leaves over (``unused_data``, copied
+    by zlib) is at most one chunk, never the rest of the archive: linear in the archive's size."""
     if content[:2] != b"\x1f\x8b":
         raise ArchiveError("is not a gzip'd tar archive (.tar.gz): it does not start as gzip data does")
     out = bytearray()
-    data = content
+    view = memoryview(content)
+    position, members = 0, 0
     try:
-        while data:
+        while position < len(content):
+            members += 1
+            if members > MAX_GZIP_MEMBERS:
+                raise ArchiveError(f"has more than {MAX_GZIP_MEMBERS} gzip members: a bot archive may join at most "
+                                   f"{MAX_GZIP_MEMBERS} (gzip writes one: pack it again with tar -czf)")
             inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-            out += inflate.decompress(data, MAX_TAR_BYTES + 1 - len(out))
-            if len(out) > MAX_TAR_BYTES or inflate.unconsumed_tail:
-                raise ArchiveError(f"unpacks to more than {MAX_UNPACKED_BYTES // MIB} MiB: a bot archive's files "
-                                   f"may add up to at most {MAX_UNPACKED_BYTES // MIB} MiB")
-            if not inflate.eof:
-                raise ArchiveError("is not a gzip'd tar archive (.tar.gz): the gzip data is cut short")
-            data = inflate.unused_data.lstrip(b"\0")  # gzip(1) reads concatenated members, and skips padding
-            if data and data[:2] != b"\x1f\x8b":
+            while not inflate.eof:
+                if position >= len(content):
+                    raise ArchiveError("is not a gzip'd tar archive (.tar.gz): the gzip data is cut short")
+                chunk = view[position:position + GZIP_CHUNK_BYTES]
+                position += len(chunk)
+                out += inflate.decompress(chunk, MAX_TAR_BYTES + 1 - len(out))
+                if len(out) > MAX_TAR_BYTES or inflate.unconsumed_tail:
+                    raise ArchiveError(f"unpacks to more than {MAX_UNPACKED_BYTES // MIB} MiB: a bot archive's "
+                                       f"files may add up to at most {MAX_UNPACKED_BYTES // MIB} MiB")
+            position -= len(inflate.unused_data)  # the start of what follows this member
+            padding = _ZEROS.match(content, position)  # gzip(1) skips zeros between members
+            position = padding.end() if padding else position
+            if position < len(content) and content[position:position + 2] != b"\x1f\x8b":
                 raise ArchiveError("is not a gzip'd tar archive (.tar.gz): other data follows the gzip data")
     except zlib.error as exc:
         raise ArchiveError(f"is not a gzip'd tar archive (.tar.gz): the gzip data is damaged ({exc})") from None

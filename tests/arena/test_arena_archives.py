@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, func, select
 
-from arena.bot_archive import MAX_ARCHIVE_BYTES, MAX_MEMBERS, ArchiveError
+from arena.bot_archive import MAX_ARCHIVE_BYTES, MAX_GZIP_MEMBERS, MAX_MEMBERS, ArchiveError, check_archive
 from arena.config import load_config
 from arena.play.archives import CACHE_ENV, ArchiveCache, tree_digest
 from arena.play.runner import open_tournament
@@ -368,6 +368,16 @@ def _too_big_unpacked(path: Path) -> None:
     pack(path, [member("big.bin", bytes(64 * 1024 * 1024 + 1))])
 
 
+def gzip_members(data: bytes, count: int) -> bytes:
+    """``data`` cut into ``count`` pieces, each gzip'd on its own and joined, as `cat a.gz b.gz` does."""
+    step = -(-len(data) // count)
+    return b"".join(gzipped(data[i:i + step]) for i in range(0, len(data), step))
+
+
+def _too_many_gzip_members(path: Path) -> None:
+    path.write_bytes(gzip_members(tar_bytes(sample_members()), MAX_GZIP_MEMBERS + 1))
+
+
 REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
     "plain-tar": (_write(tar_bytes(sample_members())),
                   "is not a gzip'd tar archive (.tar.gz): it does not start as gzip data does"),
@@ -399,6 +409,9 @@ REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
                                      f"{MAX_MEMBERS} files, folders and links")),
     "too-big-unpacked": (_too_big_unpacked,
                          "unpacks to more than 64 MiB: a bot archive's files may add up to at most 64 MiB"),
+    "too-many-gzip-members": (_too_many_gzip_members,
+                              (f"has more than {MAX_GZIP_MEMBERS} gzip members: a bot archive may join at most "
+                               f"{MAX_GZIP_MEMBERS} (gzip writes one: pack it again with tar -czf)")),
     "gzip-bomb": (_bomb, "unpacks to more than 64 MiB: a bot archive's files may add up to at most 64 MiB"),
     "too-large-file": (_too_large_file, (f"is {MAX_ARCHIVE_BYTES + 1} bytes: a bot archive may be at most "
                                          f"{MAX_ARCHIVE_BYTES} bytes (64 MiB)")),
@@ -455,6 +468,28 @@ def test_a_bot_entry_that_cannot_start_from_its_archive_is_one_line_and_exit_2(c
     ])
     line = _one_error_line(run_arena("run", str(path)))
     assert line == f'arena: error: cup.toml: [[bots]] #1 ("packed") {message}'
+
+
+def test_joined_gzip_members_within_the_limit_are_read_as_gzip_reads_them() -> None:
+    """gzip(1) reads concatenated members (and zeros between them) as one stream: so does the check,
+    up to MAX_GZIP_MEMBERS of them."""
+    tar = tar_bytes(sample_members())
+    joined = gzip_members(tar, MAX_GZIP_MEMBERS)
+    assert joined.count(b"\x1f\x8b\x08") >= MAX_GZIP_MEMBERS
+    assert check_archive(joined).entries == check_archive(gzipped(tar)).entries
+    padded = b"\0\0\0".join(gzipped(tar[i:i + 4096]) for i in range(0, 4 * 4096, 4096)) + gzipped(tar[4 * 4096:])
+    assert check_archive(padded).entries == check_archive(gzipped(tar)).entries
+
+
+def test_four_megabytes_of_tiny_gzip_members_are_refused_at_the_member_limit() -> None:
+    """An archive of about 200,000 one-byte gzip members (4 MB, a valid tar inside) is refused for
+    its gzip members, before it is all decompressed."""
+    one = {b: gzipped(bytes([b])) for b in range(256)}
+    tar = tar_bytes([member("bot.py", b"#" * (4_000_000 // len(one[0]) - 3 * 512))])
+    content = b"".join(one[b] for b in tar)
+    assert len(content) > 3_900_000
+    with pytest.raises(ArchiveError, match=f"^has more than {MAX_GZIP_MEMBERS} gzip members: "):
+        check_archive(content)
 
 
 def test_a_cwd_inside_the_archive_and_a_program_of_the_archive_are_accepted(tmp_path: Path) -> None:
