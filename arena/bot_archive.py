@@ -12,6 +12,7 @@ size or count limits: hence the checks here, each with its own message.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import os
@@ -21,7 +22,7 @@ import shlex
 import stat
 import tarfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from referee.bots.endpoint import BotEndpoint
@@ -42,6 +43,12 @@ MAX_LINK_HOPS = 40  # symbolic links followed inside an archive to find a comman
 # (block-gzip tools such as bgzip write one member per 64 KiB: such an archive is refused).
 MAX_GZIP_MEMBERS = 16
 GZIP_CHUNK_BYTES = 64 * 1024  # compressed bytes handed to zlib at a time
+# A member's path: its parts (folders and name) and its length in bytes (UTF-8), and a link's target's
+# length. A deep Python or node_modules tree is 10 to 30 parts; 1,024 bytes is macOS's PATH_MAX and
+# leaves the cache's own folders room under Linux's 4,096. Every walk over a path's parents is
+# bounded by them.
+MAX_PATH_DEPTH = 64
+MAX_PATH_BYTES = 1024
 SHA256_HEX = frozenset("0123456789abcdef")
 _ZEROS = re.compile(rb"\0*")
 
@@ -69,6 +76,13 @@ class CheckedArchive:
     size: int
     unpacked_bytes: int
     entries: dict[str, ArchiveEntry]
+    # The members' paths, sorted once: the paths inside a folder are the run after "folder/", found by
+    # bisection. (A set of every implied folder would cost memory: 10,000 members 64 parts deep imply
+    # 640,000 folders of up to 1,024 bytes.)
+    paths: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", tuple(sorted(self.entries)))
 
     def is_folder(self, path: str) -> bool:
         """Whether ``path`` (normalised, relative) is a folder of the archive, listed or implied by a member."""
@@ -77,7 +91,13 @@ class CheckedArchive:
         entry = self.entries.get(path)
         if entry is not None:
             return entry.kind == "dir"
-        return any(name.startswith(path + "/") for name in self.entries)
+        return self.first_inside(path) is not None
+
+    def first_inside(self, folder: str) -> str | None:
+        """The first path, in sorted order, of a member inside ``folder`` (at any depth), or None: O(log n)."""
+        prefix = folder + "/"
+        index = bisect.bisect_left(self.paths, prefix)
+        return self.paths[index] if index < len(self.paths) and self.paths[index].startswith(prefix) else None
 
     def resolve(self, path: str) -> ArchiveEntry | None:
         """The entry at ``path``, following symbolic links inside the archive; None if there is none."""
@@ -143,16 +163,12 @@ def open_archive(content: bytes) -> tuple[CheckedArchive, bytes]:
     except tarfile.TarError as exc:
         raise ArchiveError(f"is not a gzip'd tar archive (.tar.gz): the gzip data holds no valid tar archive "
                            f"({one_line(str(exc))})") from None
-    for entry in entries.values():
-        parent = posixpath.dirname(entry.name)
-        while parent:
-            above = entries.get(parent)
-            if above is not None and above.kind == "symlink":
-                raise ArchiveError(f"member {quoted(entry.name)} is inside the symbolic link {quoted(parent)}: "
-                                   "a member may not be written through a link")
-            parent = posixpath.dirname(parent)
     checked = CheckedArchive(sha256=hashlib.sha256(content).hexdigest(), size=len(content), unpacked_bytes=total,
                              entries=entries)
+    for entry in entries.values():
+        if entry.kind == "symlink" and (inside := checked.first_inside(entry.name)) is not None:
+            raise ArchiveError(f"member {quoted(inside)} is inside the symbolic link {quoted(entry.name)}: "
+                               "a member may not be written through a link")
     return checked, tar_bytes
 
 
@@ -203,44 +219,52 @@ def archive_folder(text: str) -> str | None:
 def _entry(member: tarfile.TarInfo, seen: dict[str, ArchiveEntry]) -> ArchiveEntry | None:
     """The checked entry of one member (None for the archive's root folder itself)."""
     raw = member.name
-    name = quoted(raw)
+    if (length := _utf8_bytes(raw)) > MAX_PATH_BYTES:
+        raise ArchiveError(f"member {quoted(raw)} has a path of {length} bytes: a member's path may be at most "
+                           f"{MAX_PATH_BYTES} bytes")
     if raw.startswith("/"):
-        raise ArchiveError(f"member {name} has an absolute path: every member must be relative to the archive's root")
+        raise ArchiveError(f"member {quoted(raw)} has an absolute path: every member must be relative to the archive's root")
     if ".." in raw.split("/"):
-        raise ArchiveError(f"member {name} has .. in its path: every member must stay inside the archive")
+        raise ArchiveError(f"member {quoted(raw)} has .. in its path: every member must stay inside the archive")
     path = posixpath.normpath(raw)
     if path == ".":
         if not member.isdir():
-            raise ArchiveError(f"member {name} is not a folder")
+            raise ArchiveError(f"member {quoted(raw)} is not a folder")
         return None
+    if (depth := path.count("/") + 1) > MAX_PATH_DEPTH:
+        raise ArchiveError(f"member {quoted(raw)} is {depth} parts deep: a member's path may have at most {MAX_PATH_DEPTH} "
+                           "parts (its folders and its name)")
     if path in seen:
         raise ArchiveError(f"member {quoted(path)} appears twice: each path may appear once")
+    if (member.issym() or member.islnk()) and (length := _utf8_bytes(member.linkname)) > MAX_PATH_BYTES:
+        raise ArchiveError(f"member {quoted(raw)} is a link to a path of {length} bytes: a link's target may be at most "
+                           f"{MAX_PATH_BYTES} bytes")
     if member.ischr() or member.isblk():
-        raise ArchiveError(f"member {name} is a device file: only files, folders and links are allowed")
+        raise ArchiveError(f"member {quoted(raw)} is a device file: only files, folders and links are allowed")
     if member.isfifo():
-        raise ArchiveError(f"member {name} is a FIFO: only files, folders and links are allowed")
+        raise ArchiveError(f"member {quoted(raw)} is a FIFO: only files, folders and links are allowed")
     if member.issparse():
-        raise ArchiveError(f"member {name} is a sparse file: pack it as a plain file")
+        raise ArchiveError(f"member {quoted(raw)} is a sparse file: pack it as a plain file")
     if member.issym():
         target = member.linkname
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
         if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
-            raise ArchiveError(f"member {name} is a symbolic link to {quoted(target)}, outside the archive")
+            raise ArchiveError(f"member {quoted(raw)} is a symbolic link to {quoted(target)}, outside the archive")
         return ArchiveEntry(path, "symlink", member.mode, 0, target)
     if member.islnk():
         target = member.linkname
         if target.startswith("/") or ".." in target.split("/"):
-            raise ArchiveError(f"member {name} is a hard link to {quoted(target)}, outside the archive")
+            raise ArchiveError(f"member {quoted(raw)} is a hard link to {quoted(target)}, outside the archive")
         linked = seen.get(posixpath.normpath(target))
         if linked is None or linked.kind != "file":
-            raise ArchiveError(f"member {name} is a hard link to {quoted(target)}, which is not a file before it "
+            raise ArchiveError(f"member {quoted(raw)} is a hard link to {quoted(target)}, which is not a file before it "
                                "in the archive")
         return ArchiveEntry(path, "hardlink", linked.mode, 0, linked.name)
     if member.isdir():
         return ArchiveEntry(path, "dir", member.mode, 0)
     if member.isreg():
         return ArchiveEntry(path, "file", member.mode, member.size)
-    raise ArchiveError(f"member {name} is a special entry (tar type {member.type!r}): only files, folders and "
+    raise ArchiveError(f"member {quoted(raw)} is a special entry (tar type {member.type!r}): only files, folders and "
                        "links are allowed")
 
 
@@ -277,6 +301,11 @@ def _gunzip(content: bytes) -> bytes:
     except zlib.error as exc:
         raise ArchiveError(f"is not a gzip'd tar archive (.tar.gz): the gzip data is damaged ({exc})") from None
     return bytes(out)
+
+
+def _utf8_bytes(text: str) -> int:
+    """The length of a path as the file system sees it (tarfile decodes names with surrogateescape)."""
+    return len(text.encode("utf-8", "surrogateescape"))
 
 
 def _too_large(size: int) -> str:

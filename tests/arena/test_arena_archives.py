@@ -22,8 +22,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, func, select
 
-from arena.bot_archive import MAX_ARCHIVE_BYTES, MAX_GZIP_MEMBERS, MAX_MEMBERS, ArchiveError, check_archive
+from arena.bot_archive import (
+    MAX_ARCHIVE_BYTES,
+    MAX_GZIP_MEMBERS,
+    MAX_MEMBERS,
+    MAX_PATH_BYTES,
+    MAX_PATH_DEPTH,
+    ArchiveError,
+    check_archive,
+)
 from arena.config import load_config
+from arena.errors import quoted
 from arena.play.archives import CACHE_ENV, ArchiveCache, tree_digest
 from arena.play.runner import open_tournament
 from arena.store.models import BotArchive
@@ -374,6 +383,10 @@ def gzip_members(data: bytes, count: int) -> bytes:
     return b"".join(gzipped(data[i:i + step]) for i in range(0, len(data), step))
 
 
+DEEP = "/".join(["d"] * MAX_PATH_DEPTH)  # a path exactly MAX_PATH_DEPTH parts deep
+LONG = "n" * MAX_PATH_BYTES  # a path exactly MAX_PATH_BYTES long
+
+
 def _too_many_gzip_members(path: Path) -> None:
     path.write_bytes(gzip_members(tar_bytes(sample_members()), MAX_GZIP_MEMBERS + 1))
 
@@ -412,6 +425,15 @@ REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
     "too-many-gzip-members": (_too_many_gzip_members,
                               (f"has more than {MAX_GZIP_MEMBERS} gzip members: a bot archive may join at most "
                                f"{MAX_GZIP_MEMBERS} (gzip writes one: pack it again with tar -czf)")),
+    "too-deep": (_members(member(DEEP + "/x.py", b"x")),
+                 (f"member {quoted(DEEP + '/x.py')} is {MAX_PATH_DEPTH + 1} parts deep: a member's path may have "
+                  f"at most {MAX_PATH_DEPTH} parts (its folders and its name)")),
+    "path-too-long": (_members(member(LONG + "é", b"x")),
+                      (f"member {quoted(LONG + 'é')} has a path of {MAX_PATH_BYTES + 2} bytes: a member's path may "
+                       f"be at most {MAX_PATH_BYTES} bytes")),
+    "link-target-too-long": (_members(member("s", kind=tarfile.SYMTYPE, link="./" * (MAX_PATH_BYTES // 2) + "x")),
+                             (f'member "s" is a link to a path of {MAX_PATH_BYTES + 1} bytes: a link\'s target may '
+                              f"be at most {MAX_PATH_BYTES} bytes")),
     "gzip-bomb": (_bomb, "unpacks to more than 64 MiB: a bot archive's files may add up to at most 64 MiB"),
     "too-large-file": (_too_large_file, (f"is {MAX_ARCHIVE_BYTES + 1} bytes: a bot archive may be at most "
                                          f"{MAX_ARCHIVE_BYTES} bytes (64 MiB)")),
@@ -490,6 +512,16 @@ def test_four_megabytes_of_tiny_gzip_members_are_refused_at_the_member_limit() -
     assert len(content) > 3_900_000
     with pytest.raises(ArchiveError, match=f"^has more than {MAX_GZIP_MEMBERS} gzip members: "):
         check_archive(content)
+
+
+def test_paths_at_the_depth_and_length_limits_are_accepted_and_folders_are_found() -> None:
+    deep_file = DEEP[:-1] + "x.py"
+    long_folder = "l" * (MAX_PATH_BYTES - 5)
+    checked = check_archive(gzipped(tar_bytes([member(deep_file, b"x"), member(long_folder + "/a.b", b""),
+                                               member("e/", kind=tarfile.DIRTYPE), member("f", b"")])))
+    assert set(checked.entries) == {deep_file, long_folder + "/a.b", "e", "f"}
+    assert all(checked.is_folder(p) for p in ("", ".", "d", DEEP[:-2], long_folder, "e"))
+    assert not any(checked.is_folder(p) for p in ("f", "d/x", deep_file, "l", long_folder + "/a.b", "e/x"))
 
 
 def test_a_cwd_inside_the_archive_and_a_program_of_the_archive_are_accepted(tmp_path: Path) -> None:
