@@ -24,6 +24,7 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from referee.bots.endpoint import BotEndpoint
 from referee.errors import EndpointError
@@ -49,8 +50,27 @@ GZIP_CHUNK_BYTES = 64 * 1024  # compressed bytes handed to zlib at a time
 # bounded by them.
 MAX_PATH_DEPTH = 64
 MAX_PATH_BYTES = 1024
+# PAX headers and GNU long-name headers come before the member they describe, and tarfile reads
+# them in Python (about 25 µs a header here), follows a run of them by recursion, and before Python
+# 3.11.10 (CVE-2024-6232) parses a PAX header with regular expressions that are quadratic in a run of
+# digits and in malformed records. So each is checked before tarfile reads it: its size; how many
+# come in a row (GNU tar writes at most two, a long name and a long link target; a PAX writer one,
+# after git's global header); a PAX header's records well formed, with no run of more than
+# MAX_PAX_DIGITS digits (a real header's longest is a 20-digit number: a size, an inode); and, added
+# up over the archive, PAX data and records (a global header's records count once for every member
+# after it, as tarfile applies them to each). A real archive has a few records, some 100 bytes, per
+# member. Together they keep tarfile's work on an archive's headers under about half a second.
+MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADERS_PER_MEMBER = 2
+MAX_PAX_DIGITS = 24
+MAX_PAX_BYTES = 8 * MIB
+MAX_PAX_RECORDS = 100_000
 SHA256_HEX = frozenset("0123456789abcdef")
 _ZEROS = re.compile(rb"\0*")
+_PAX_TYPES = frozenset({tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE})
+_LONG_NAME_TYPES = frozenset({tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK})
+_DIGITS_MARKED = bytes(1 if 0x30 <= byte <= 0x39 else 0 for byte in range(256))  # bytes.translate: digits to 1
+_TOO_MANY_DIGITS = b"\1" * (MAX_PAX_DIGITS + 1)
 
 
 class ArchiveError(ArenaError):
@@ -147,7 +167,7 @@ def open_archive(content: bytes) -> tuple[CheckedArchive, bytes]:
     entries: dict[str, ArchiveEntry] = {}
     total = 0
     try:
-        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+        with _BoundedTar(tar_bytes) as tar:
             for count, member in enumerate(tar, start=1):
                 if count > MAX_MEMBERS:
                     raise ArchiveError(f"has more than {MAX_MEMBERS} members: a bot archive may have at most "
@@ -214,6 +234,82 @@ def archive_folder(text: str) -> str | None:
         raise ArchiveError(f"{quoted(text)} must be a folder inside the archive: a relative path without ..")
     path = posixpath.normpath(text)
     return None if path == "." else path
+
+
+class _BoundedTar(tarfile.TarFile):
+    """tarfile reading a tar stream held in memory, each PAX and GNU long-name header checked before
+    tarfile reads it (``_BoundedHeader``); the counts are this stream's."""
+
+    def __init__(self, tar_bytes: bytes) -> None:
+        self.tar_bytes = tar_bytes
+        self.headers_in_a_row = 0
+        self.pax_bytes = 0
+        self.pax_records = 0
+        super().__init__(fileobj=io.BytesIO(tar_bytes), mode="r", tarinfo=_BoundedHeader)
+
+
+class _BoundedHeader(tarfile.TarInfo):
+    """A tar header as tarfile reads it, with the extension headers bounded (see MAX_HEADER_BYTES).
+    ``_proc_member`` is where tarfile hands each header to its kind's reader: the hook its own
+    comments offer subclasses."""
+
+    def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+        bounded = cast(_BoundedTar, tar)
+        if self.type == tarfile.GNUTYPE_SPARSE:  # its reader loops over any number of blocks: refused first
+            raise ArchiveError(f"member {quoted(self.name)} is a sparse file: pack it as a plain file")
+        if self.type not in _PAX_TYPES and self.type not in _LONG_NAME_TYPES:
+            bounded.headers_in_a_row = 0
+            _count_pax_records(bounded, len(tar.pax_headers))  # the global records, applied to this member
+            return super()._proc_member(tar)
+        where = f"at byte {self.offset} of the tar stream"
+        kind = "PAX" if self.type in _PAX_TYPES else "GNU long-name"
+        bounded.headers_in_a_row += 1
+        if bounded.headers_in_a_row > MAX_HEADERS_PER_MEMBER:
+            raise ArchiveError(f"has more than {MAX_HEADERS_PER_MEMBER} PAX or GNU long-name headers in a row ({where}): "
+                               f"a member may have at most {MAX_HEADERS_PER_MEMBER}")
+        if self.size > MAX_HEADER_BYTES:
+            raise ArchiveError(f"has a {kind} header of {self.size} bytes ({where}): a header may hold at most "
+                               f"{MAX_HEADER_BYTES // 1024} KiB")
+        if self.type in _PAX_TYPES:
+            bounded.pax_bytes += self.size
+            if bounded.pax_bytes > MAX_PAX_BYTES:
+                raise ArchiveError(f"has more than {MAX_PAX_BYTES // MIB} MiB of PAX headers: a bot archive's PAX "
+                                   f"headers may add up to at most {MAX_PAX_BYTES // MIB} MiB")
+            start = self.offset + tarfile.BLOCKSIZE
+            blocks = bounded.tar_bytes[start:start + -(-self.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE]
+            if blocks.translate(_DIGITS_MARKED).find(_TOO_MANY_DIGITS) >= 0:  # what tarfile's search reads
+                raise ArchiveError(f"has a PAX header with more than {MAX_PAX_DIGITS} digits in a row ({where}): "
+                                   f"at most {MAX_PAX_DIGITS} (longer runs make Python's tarfile slow: CVE-2024-6232)")
+            records = _pax_records(blocks[:self.size], where)
+            _count_pax_records(bounded, records + (len(tar.pax_headers) if self.type != tarfile.XGLTYPE else 0))
+        return super()._proc_member(tar)
+
+
+def _pax_records(data: bytes, where: str) -> int:
+    """How many records a PAX header's data holds; ArchiveError unless it is only well-formed records
+    ("LENGTH KEYWORD=VALUE" and a newline, LENGTH counting the whole record), none for a sparse file.
+    tarfile's own parse of such records is linear."""
+    count, position = 0, 0
+    while position < len(data):
+        space = data.find(b" ", position, position + 12)
+        end = position + int(data[position:space]) if space > position and data[position:space].isdigit() else 0
+        equals = data.find(b"=", space + 1, end) if space + 4 <= end <= len(data) else -1
+        if equals <= space + 1 or data[end - 1] != 0x0A:
+            raise ArchiveError(f"has a damaged PAX header ({where}): each record must be LENGTH KEYWORD=VALUE and "
+                               "a newline")
+        if data.startswith(b"GNU.sparse.", space + 1):
+            raise ArchiveError(f"has a sparse file ({where}, a PAX header with GNU.sparse records): pack it as a "
+                               "plain file")
+        count += 1
+        position = end
+    return count
+
+
+def _count_pax_records(tar: _BoundedTar, records: int) -> None:
+    tar.pax_records += records
+    if tar.pax_records > MAX_PAX_RECORDS:
+        raise ArchiveError(f"has more than {MAX_PAX_RECORDS} PAX records: a bot archive may have at most "
+                           f"{MAX_PAX_RECORDS} (a global header's count once for every member after it)")
 
 
 def _entry(member: tarfile.TarInfo, seen: dict[str, ArchiveEntry]) -> ArchiveEntry | None:

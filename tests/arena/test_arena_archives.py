@@ -25,9 +25,15 @@ from sqlalchemy import delete, func, select
 from arena.bot_archive import (
     MAX_ARCHIVE_BYTES,
     MAX_GZIP_MEMBERS,
+    MAX_HEADER_BYTES,
+    MAX_HEADERS_PER_MEMBER,
     MAX_MEMBERS,
+    MAX_PAX_BYTES,
+    MAX_PAX_DIGITS,
+    MAX_PAX_RECORDS,
     MAX_PATH_BYTES,
     MAX_PATH_DEPTH,
+    MIB,
     ArchiveError,
     check_archive,
 )
@@ -387,6 +393,32 @@ DEEP = "/".join(["d"] * MAX_PATH_DEPTH)  # a path exactly MAX_PATH_DEPTH parts d
 LONG = "n" * MAX_PATH_BYTES  # a path exactly MAX_PATH_BYTES long
 
 
+def raw_header(name: str, kind: bytes, data: bytes = b"") -> bytes:
+    """One header and its data blocks, as given: the PAX and GNU long-name headers tarfile's writer
+    would not make."""
+    info = tarfile.TarInfo(name)
+    info.type, info.size = kind, len(data)
+    return info.tobuf(format=tarfile.USTAR_FORMAT) + data + bytes(-len(data) % tarfile.BLOCKSIZE)
+
+
+def pax_record(keyword: str, value: str) -> bytes:
+    """One PAX record, "LENGTH KEYWORD=VALUE\n", LENGTH counting the whole record."""
+    body = f" {keyword}={value}\n".encode()
+    length = len(body) + 1
+    while len(str(length)) + len(body) != length:
+        length += 1
+    return str(length).encode() + body
+
+
+def _raw(*parts: bytes) -> Callable[[Path], None]:
+    """An archive of raw headers (see raw_header) and a file "bot.py" after them."""
+    return _write(gzipped(b"".join(parts) + raw_header("bot.py", tarfile.REGTYPE, b"x") + bytes(1024)))
+
+
+def _pax(*records: bytes, kind: bytes = tarfile.XHDTYPE) -> bytes:
+    return raw_header("PaxHeader", kind, b"".join(records))
+
+
 def _too_many_gzip_members(path: Path) -> None:
     path.write_bytes(gzip_members(tar_bytes(sample_members()), MAX_GZIP_MEMBERS + 1))
 
@@ -434,6 +466,30 @@ REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
     "link-target-too-long": (_members(member("s", kind=tarfile.SYMTYPE, link="./" * (MAX_PATH_BYTES // 2) + "x")),
                              (f'member "s" is a link to a path of {MAX_PATH_BYTES + 1} bytes: a link\'s target may '
                               f"be at most {MAX_PATH_BYTES} bytes")),
+    "header-too-large": (_raw(_pax(pax_record("comment", "c" * MAX_HEADER_BYTES))),
+                         (f"has a PAX header of {MAX_HEADER_BYTES + 15} bytes (at byte 0 of the tar stream): a header "
+                          f"may hold at most {MAX_HEADER_BYTES // 1024} KiB")),
+    "headers-in-a-row": (_raw(*[raw_header("././@LongLink", tarfile.GNUTYPE_LONGNAME, b"bot.py\0")] * 3),
+                         (f"has more than {MAX_HEADERS_PER_MEMBER} PAX or GNU long-name headers in a row (at byte "
+                          f"{MAX_HEADERS_PER_MEMBER * 1024} of the tar stream): a member may have at most "
+                          f"{MAX_HEADERS_PER_MEMBER}")),
+    "pax-digits": (_raw(_pax(pax_record("comment", "7" * (MAX_PAX_DIGITS + 1)))),
+                   (f"has a PAX header with more than {MAX_PAX_DIGITS} digits in a row (at byte 0 of the tar stream): "
+                    f"at most {MAX_PAX_DIGITS} (longer runs make Python's tarfile slow: CVE-2024-6232)")),
+    "pax-damaged": (_raw(_pax(b"99 path=bot.py\n")),
+                    ("has a damaged PAX header (at byte 0 of the tar stream): each record must be LENGTH "
+                     "KEYWORD=VALUE and a newline")),
+    "pax-sparse": (_raw(_pax(pax_record("GNU.sparse.size", "4096"))),
+                   ("has a sparse file (at byte 0 of the tar stream, a PAX header with GNU.sparse records): pack it as "
+                    "a plain file")),
+    "pax-bytes": (_raw(*[_pax(pax_record("comment", "c" * 60_000)) + raw_header(f"f{i}", tarfile.REGTYPE)
+                         for i in range(MAX_PAX_BYTES // 60_000 + 1)]),
+                  (f"has more than {MAX_PAX_BYTES // MIB} MiB of PAX headers: a bot archive's PAX headers may add up "
+                   f"to at most {MAX_PAX_BYTES // MIB} MiB")),
+    "pax-records": (_raw(_pax(*[pax_record(f"k{i}", "") for i in range(5000)], kind=tarfile.XGLTYPE),
+                         *[raw_header(f"f{i}", tarfile.REGTYPE) for i in range(MAX_PAX_RECORDS // 5000)]),
+                    (f"has more than {MAX_PAX_RECORDS} PAX records: a bot archive may have at most {MAX_PAX_RECORDS} "
+                     "(a global header's count once for every member after it)")),
     "gzip-bomb": (_bomb, "unpacks to more than 64 MiB: a bot archive's files may add up to at most 64 MiB"),
     "too-large-file": (_too_large_file, (f"is {MAX_ARCHIVE_BYTES + 1} bytes: a bot archive may be at most "
                                          f"{MAX_ARCHIVE_BYTES} bytes (64 MiB)")),
