@@ -379,6 +379,11 @@ def _too_many(path: Path) -> None:
     pack(path, [member(f"f{i}") for i in range(MAX_MEMBERS + 1)])
 
 
+def _too_many_with_folders(path: Path) -> None:
+    """Half the member limit of files, each in a folder of its own that no member lists."""
+    pack(path, [member(f"d{i}/f") for i in range(MAX_MEMBERS // 2 + 1)])
+
+
 def _too_big_unpacked(path: Path) -> None:
     pack(path, [member("big.bin", bytes(64 * 1024 * 1024 + 1))])
 
@@ -452,6 +457,9 @@ REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
              'member "pipe" is a FIFO: only files, folders and links are allowed'),
     "too-many-members": (_too_many, (f"has more than {MAX_MEMBERS} members: a bot archive may have at most "
                                      f"{MAX_MEMBERS} files, folders and links")),
+    "too-many-with-folders": (_too_many_with_folders,
+                              (f"has more than {MAX_MEMBERS} members, counting the folders its paths imply: a bot "
+                               f"archive may have at most {MAX_MEMBERS} files, folders and links")),
     "too-big-unpacked": (_too_big_unpacked,
                          "unpacks to more than 64 MiB: a bot archive's files may add up to at most 64 MiB"),
     "too-many-gzip-members": (_too_many_gzip_members,
