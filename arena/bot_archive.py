@@ -61,7 +61,7 @@ MAX_PATH_BYTES = 1024
 # member. Together they keep tarfile's work on an archive's headers under about half a second.
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADERS_PER_MEMBER = 2
-MAX_PAX_DIGITS = 24
+MAX_PAX_DIGITS = 20
 MAX_PAX_BYTES = 8 * MIB
 MAX_PAX_RECORDS = 100_000
 SHA256_HEX = frozenset("0123456789abcdef")
