@@ -37,7 +37,13 @@ MAX_MEMBERS = 10_000  # files, folders and links
 # The tar stream inside the gzip: the files plus the headers around them (a few blocks per member
 # at most, long names included). Decompressing stops here, so a gzip bomb costs no more memory.
 MAX_TAR_BYTES = MAX_UNPACKED_BYTES + MAX_MEMBERS * 4096 + MIB
-MAX_LINK_HOPS = 40  # symbolic links followed inside an archive to find a command's program
+# Symbolic links, resolved inside the archive as the file system would (each part of a target in
+# turn, a link met on the way followed): at most MAX_LINK_HOPS in a chain (Linux's own limit: a
+# longer one fails with ELOOP when used), and the steps of every link's resolution, with the links it
+# meets counted each time, added up to at most MAX_LINK_STEPS. Unpacking resolves every link again
+# (tarfile's data filter calls realpath, which recurses once per link of a chain): this bounds it.
+MAX_LINK_HOPS = 40
+MAX_LINK_STEPS = 100_000
 # gzip(1) and pigz write one gzip member; `cat a.tar.gz b.tar.gz` joins a few, and gzip reads them
 # all, so a few are allowed. Each member costs a decompressor of its own, so not a million of them
 # (block-gzip tools such as bgzip write one member per 64 KiB: such an archive is refused).
@@ -46,9 +52,11 @@ GZIP_CHUNK_BYTES = 64 * 1024  # compressed bytes handed to zlib at a time
 # A member's path: its parts (folders and name) and its length in bytes (UTF-8), and a link's target's
 # length. A deep Python or node_modules tree is 10 to 30 parts; 1,024 bytes is macOS's PATH_MAX and
 # leaves the cache's own folders room under Linux's 4,096. Every walk over a path's parents is
-# bounded by them.
+# bounded by them. A name (one part) is at most Linux's NAME_MAX: a longer one cannot be unpacked,
+# and tarfile answers a link it fails to make by searching every member (quadratic in the links).
 MAX_PATH_DEPTH = 64
 MAX_PATH_BYTES = 1024
+MAX_NAME_BYTES = 255
 # PAX headers and GNU long-name headers come before the member they describe, and tarfile reads
 # them in Python (about 25 µs a header here), follows a run of them by recursion, and before Python
 # 3.11.10 (CVE-2024-6232) parses a PAX header with regular expressions that are quadratic in a run of
@@ -108,7 +116,7 @@ class CheckedArchive:
 
     def resolve(self, path: str) -> ArchiveEntry | None:
         """The entry at ``path``, following symbolic links inside the archive; None if there is none."""
-        for _ in range(MAX_LINK_HOPS):
+        for _ in range(MAX_LINK_HOPS + 1):  # at most MAX_LINK_HOPS links followed, then what they lead to
             entry = self.entries.get(path)
             if entry is None or entry.kind != "symlink":
                 if entry is not None and entry.kind == "hardlink" and entry.target is not None:
@@ -183,25 +191,89 @@ def open_archive(content: bytes) -> tuple[CheckedArchive, bytes]:
     except tarfile.TarError as exc:
         raise ArchiveError(f"is not a gzip'd tar archive (.tar.gz): the gzip data holds no valid tar archive "
                            f"({one_line(str(exc))})") from None
-    if any(entries[name].kind == "symlink" for name in folders if name in entries):
-        _refuse_members_inside_links(entries)
+    if any(entries[name].kind != "dir" for name in folders if name in entries):
+        _refuse_members_inside_non_folders(entries)
+    _LinkResolver(entries).check_all()
     checked = CheckedArchive(sha256=hashlib.sha256(content).hexdigest(), size=len(content), unpacked_bytes=total,
                              entries=entries, folders=frozenset(folders))
     return checked, tar_bytes
 
 
-def _refuse_members_inside_links(entries: dict[str, ArchiveEntry]) -> None:
-    """The refusal of the first member (in the archive's order) inside a symbolic link, naming the
-    nearest link above it (called once a link is known to hold a member; at most MAX_PATH_DEPTH
-    steps a member)."""
-    links = {name for name, entry in entries.items() if entry.kind == "symlink"}
+def _refuse_members_inside_non_folders(entries: dict[str, ArchiveEntry]) -> None:
+    """The refusal of the first member (in the archive's order) inside a symbolic link or a file,
+    naming the nearest one above it (called once one is known to hold a member; at most
+    MAX_PATH_DEPTH steps a member). A link would let a member be written anywhere; a file cannot
+    hold one (unpacking it fails, and tarfile answers each link it fails to make by searching every
+    member)."""
+    holders = {name: entry for name, entry in entries.items() if entry.kind != "dir"}
     for entry in entries.values():
         parent = posixpath.dirname(entry.name)
         while parent:
-            if parent in links:
+            holder = holders.get(parent)
+            if holder is not None and holder.kind == "symlink":
                 raise ArchiveError(f"member {quoted(entry.name)} is inside the symbolic link {quoted(parent)}: "
                                    "a member may not be written through a link")
+            if holder is not None:
+                raise ArchiveError(f"member {quoted(entry.name)} is inside the file {quoted(parent)}: only a folder "
+                                   "may hold members")
             parent = posixpath.dirname(parent)
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    """Where a symbolic link leads inside the archive ("" is its root), the longest chain of links
+    behind it (itself included), and the steps of resolving it, those of the links it meets included."""
+
+    path: str
+    hops: int
+    steps: int
+
+
+class _LinkResolver:
+    """Resolves every symbolic link of an archive as the file system would, each link once
+    (memoised): linear in the links' targets' parts; a chain over MAX_LINK_HOPS, a loop, a target
+    that leaves the archive on the way, or more than MAX_LINK_STEPS steps in all is refused."""
+
+    def __init__(self, entries: dict[str, ArchiveEntry]) -> None:
+        self.entries = entries
+        self.resolved: dict[str, _Resolved] = {}
+
+    def check_all(self) -> None:
+        steps = 0
+        for name, entry in self.entries.items():
+            if entry.kind == "symlink":
+                steps += self.follow(name, 1).steps
+                if steps > MAX_LINK_STEPS:
+                    raise ArchiveError(f"has symbolic links that take more than {MAX_LINK_STEPS} steps to resolve "
+                                       f"(at {quoted(name)}): a bot archive's links may take at most {MAX_LINK_STEPS}, "
+                                       "each part of a target a step, a link met on the way counted each time")
+
+    def follow(self, link: str, depth: int) -> _Resolved:
+        """The resolution of ``link``, reached as the ``depth``-th link of a chain."""
+        known = self.resolved.get(link)
+        if depth > MAX_LINK_HOPS or (known is not None and depth - 1 + known.hops > MAX_LINK_HOPS):
+            raise ArchiveError(f"member {quoted(link)} is a symbolic link in a chain of more than {MAX_LINK_HOPS} "
+                               f"links, or a loop of them: a link may lead through at most {MAX_LINK_HOPS}")
+        if known is not None:
+            return known
+        current, hops, steps = posixpath.dirname(link), 0, 0
+        for part in (self.entries[link].target or "").split("/"):
+            steps += 1
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not current:
+                    raise ArchiveError(f"member {quoted(link)} is a symbolic link to "
+                                       f"{quoted(self.entries[link].target or '')}, outside the archive")
+                current = posixpath.dirname(current)
+                continue
+            current = f"{current}/{part}" if current else part
+            entry = self.entries.get(current)
+            if entry is not None and entry.kind == "symlink":
+                behind = self.follow(current, depth + 1)
+                current, hops, steps = behind.path, max(hops, behind.hops), steps + behind.steps
+        self.resolved[link] = resolved = _Resolved(current, hops + 1, steps)
+        return resolved
 
 
 def command_problem(archive: CheckedArchive, spec: str, cwd: str | None) -> str | None:
@@ -327,9 +399,13 @@ def _count_pax_records(tar: _BoundedTar, records: int) -> None:
 def _entry(member: tarfile.TarInfo, seen: dict[str, ArchiveEntry]) -> ArchiveEntry | None:
     """The checked entry of one member (None for the archive's root folder itself)."""
     raw = member.name
-    if (length := _utf8_bytes(raw)) > MAX_PATH_BYTES:
-        raise ArchiveError(f"member {quoted(raw)} has a path of {length} bytes: a member's path may be at most "
-                           f"{MAX_PATH_BYTES} bytes")
+    encoded = raw.encode("utf-8", "surrogateescape")  # the path as the file system sees it
+    if len(encoded) > MAX_PATH_BYTES:
+        raise ArchiveError(f"member {quoted(raw)} has a path of {len(encoded)} bytes: a member's path may be at "
+                           f"most {MAX_PATH_BYTES} bytes")
+    if (longest := max(map(len, encoded.split(b"/")))) > MAX_NAME_BYTES:
+        raise ArchiveError(f"member {quoted(raw)} has a name of {longest} bytes in its path: a folder's or file's "
+                           f"name may be at most {MAX_NAME_BYTES} bytes")
     if raw.startswith("/"):
         raise ArchiveError(f"member {quoted(raw)} has an absolute path: every member must be relative to the archive's root")
     if ".." in raw.split("/"):
@@ -344,7 +420,8 @@ def _entry(member: tarfile.TarInfo, seen: dict[str, ArchiveEntry]) -> ArchiveEnt
                            "parts (its folders and its name)")
     if path in seen:
         raise ArchiveError(f"member {quoted(path)} appears twice: each path may appear once")
-    if (member.issym() or member.islnk()) and (length := _utf8_bytes(member.linkname)) > MAX_PATH_BYTES:
+    if (member.issym() or member.islnk()) and (length := len(member.linkname.encode("utf-8", "surrogateescape"))) \
+            > MAX_PATH_BYTES:
         raise ArchiveError(f"member {quoted(raw)} is a link to a path of {length} bytes: a link's target may be at most "
                            f"{MAX_PATH_BYTES} bytes")
     if member.ischr() or member.isblk():
@@ -409,11 +486,6 @@ def _gunzip(content: bytes) -> bytes:
     except zlib.error as exc:
         raise ArchiveError(f"is not a gzip'd tar archive (.tar.gz): the gzip data is damaged ({exc})") from None
     return bytes(out)
-
-
-def _utf8_bytes(text: str) -> int:
-    """The length of a path as the file system sees it (tarfile decodes names with surrogateescape)."""
-    return len(text.encode("utf-8", "surrogateescape"))
 
 
 def _too_large(size: int) -> str:

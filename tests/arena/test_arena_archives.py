@@ -27,7 +27,10 @@ from arena.bot_archive import (
     MAX_GZIP_MEMBERS,
     MAX_HEADER_BYTES,
     MAX_HEADERS_PER_MEMBER,
+    MAX_LINK_HOPS,
+    MAX_LINK_STEPS,
     MAX_MEMBERS,
+    MAX_NAME_BYTES,
     MAX_PAX_BYTES,
     MAX_PAX_DIGITS,
     MAX_PAX_RECORDS,
@@ -36,6 +39,7 @@ from arena.bot_archive import (
     MIB,
     ArchiveError,
     check_archive,
+    command_problem,
 )
 from arena.config import load_config
 from arena.errors import quoted
@@ -276,6 +280,27 @@ def test_a_damaged_cache_folder_is_never_used_but_unpacked_again(
     assert not folder.exists()
 
 
+def test_hard_links_unpack_as_links_and_digest_like_copies(tmp_path: Path) -> None:
+    """An archive's hard links unpack as links to one file; the tree's digest reads that file once
+    (by its inode) and is the digest copies of it would have."""
+    links = [member(f"h{i}", kind=tarfile.LNKTYPE, link="big.bin") for i in range(50)]
+    content = gzipped(tar_bytes([member("big.bin", b"data " * 1000), *links]))
+    sha = hashlib.sha256(content).hexdigest()
+    store = Store(f"sqlite:///{tmp_path / 'links.db'}")
+    try:
+        store.put_archive(sha, content)
+        folder = ArchiveCache(tmp_path / "cache").path_for(store, sha)
+    finally:
+        store.close()
+    assert os.stat(folder / "h49").st_ino == os.stat(folder / "big.bin").st_ino
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    for name in ("big.bin", *(f"h{i}" for i in range(50))):
+        (copies / name).write_bytes(b"data " * 1000)
+        (copies / name).chmod(0o444)
+    assert tree_digest(folder) == tree_digest(copies)
+
+
 def test_a_database_copy_that_does_not_match_its_hash_is_not_unpacked(stored: tuple[Store, str],
                                                                        tmp_path: Path) -> None:
     store, _ = stored
@@ -498,6 +523,28 @@ REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
                          *[raw_header(f"f{i}", tarfile.REGTYPE) for i in range(MAX_PAX_RECORDS // 5000)]),
                     (f"has more than {MAX_PAX_RECORDS} PAX records: a bot archive may have at most {MAX_PAX_RECORDS} "
                      "(a global header's count once for every member after it)")),
+    "name-too-long": (_members(member("d/" + "n" * (MAX_NAME_BYTES + 1), b"x")),
+                      (f"member {quoted('d/' + 'n' * (MAX_NAME_BYTES + 1))} has a name of {MAX_NAME_BYTES + 1} bytes "
+                       f"in its path: a folder's or file's name may be at most {MAX_NAME_BYTES} bytes")),
+    "inside-a-file": (_members(member("f", b"x"), member("f/g", b"y")),
+                      'member "f/g" is inside the file "f": only a folder may hold members'),
+    "link-chain": (_members(member("f", b"x"), member("l0", kind=tarfile.SYMTYPE, link="f"),
+                            *[member(f"l{i}", kind=tarfile.SYMTYPE, link=f"l{i - 1}") for i in range(1, 41)]),
+                   (f'member "l39" is a symbolic link in a chain of more than {MAX_LINK_HOPS} links, or a loop of them: '
+                    f"a link may lead through at most {MAX_LINK_HOPS}")),
+    "link-loop": (_members(member("a", kind=tarfile.SYMTYPE, link="b"), member("b", kind=tarfile.SYMTYPE, link="a")),
+                  (f'member "a" is a symbolic link in a chain of more than {MAX_LINK_HOPS} links, or a loop of them: '
+                   f"a link may lead through at most {MAX_LINK_HOPS}")),
+    "link-out-through-a-link": (_members(member("sub/", kind=tarfile.DIRTYPE), member("sub/up", kind=tarfile.SYMTYPE,
+                                                                                       link=".."),
+                                         member("x", kind=tarfile.SYMTYPE, link="sub/up/../etc")),
+                                'member "x" is a symbolic link to "sub/up/../etc", outside the archive'),
+    "link-steps": (_members(member("s", kind=tarfile.SYMTYPE, link="."),
+                            *[member(f"l{i}", kind=tarfile.SYMTYPE, link="s/" * 100 + "x")
+                              for i in range(MAX_LINK_STEPS // 201 + 1)]),
+                   (f"has symbolic links that take more than {MAX_LINK_STEPS} steps to resolve (at "
+                    f'"l{MAX_LINK_STEPS // 201}"): a bot archive\'s links may take at most {MAX_LINK_STEPS}, each '
+                    "part of a target a step, a link met on the way counted each time")),
     "gzip-bomb": (_bomb, "unpacks to more than 64 MiB: a bot archive's files may add up to at most 64 MiB"),
     "too-large-file": (_too_large_file, (f"is {MAX_ARCHIVE_BYTES + 1} bytes: a bot archive may be at most "
                                          f"{MAX_ARCHIVE_BYTES} bytes (64 MiB)")),
@@ -580,12 +627,25 @@ def test_four_megabytes_of_tiny_gzip_members_are_refused_at_the_member_limit() -
 
 def test_paths_at_the_depth_and_length_limits_are_accepted_and_folders_are_found() -> None:
     deep_file = DEEP[:-1] + "x.py"
-    long_folder = "l" * (MAX_PATH_BYTES - 5)
+    long_folder = "/".join(["l" * MAX_NAME_BYTES] * 3 + ["l" * (MAX_PATH_BYTES - 4 - 3 * (MAX_NAME_BYTES + 1))])
     checked = check_archive(gzipped(tar_bytes([member(deep_file, b"x"), member(long_folder + "/a.b", b""),
                                                member("e/", kind=tarfile.DIRTYPE), member("f", b"")])))
     assert set(checked.entries) == {deep_file, long_folder + "/a.b", "e", "f"}
     assert all(checked.is_folder(p) for p in ("", ".", "d", DEEP[:-2], long_folder, "e"))
+    assert len((long_folder + "/a.b").encode()) == MAX_PATH_BYTES
     assert not any(checked.is_folder(p) for p in ("f", "d/x", deep_file, "l", long_folder + "/a.b", "e/x"))
+
+
+def test_links_within_the_limits_are_accepted_and_lead_to_the_program() -> None:
+    """A chain of MAX_LINK_HOPS links to a program, and a link through a link to a folder (resolved
+    as the file system would), are accepted; the command finds its program through the chain."""
+    chain = [member("l0", kind=tarfile.SYMTYPE, link="bin/bot")]
+    chain += [member(f"l{i}", kind=tarfile.SYMTYPE, link=f"l{i - 1}") for i in range(1, MAX_LINK_HOPS)]
+    checked = check_archive(gzipped(tar_bytes([member("bin/bot", b"#!/bin/sh\n", mode=0o755), *chain,
+                                               member("current", kind=tarfile.SYMTYPE, link="bin"),
+                                               member("run", kind=tarfile.SYMTYPE, link="current/../current/bot")])))
+    assert command_problem(checked, f"./l{MAX_LINK_HOPS - 1} --fast", None) is None
+    assert checked.entries["run"].target == "current/../current/bot"
 
 
 def test_a_cwd_inside_the_archive_and_a_program_of_the_archive_are_accepted(tmp_path: Path) -> None:
