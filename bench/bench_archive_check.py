@@ -203,13 +203,17 @@ def _long_names() -> list[str]:
 
 
 def pax_allowed(_: int) -> bytes:
-    """10,000 files, each after a PAX header of 10 records, one a comment of digit runs just under the
-    limits (20 digits, then a letter): the most PAX work the limits allow."""
-    run = "1" * 20 + "a"
-    small = b"".join(pax_record(key, "1700000000.123456789") for key in ("mtime", "atime", "ctime", "k1", "k2",
-                                                                          "k3", "k4", "k5", "k6"))
-    header_bytes = (8 * MIB) // MEMBERS
-    comment = pax_record("comment", (run * 40)[:header_bytes - len(small) - 20])
+    """10,000 files, each after a PAX header as large and with as many records as the limits allow
+    (MAX_PAX_BYTES and MAX_PAX_RECORDS shared out), its values runs of MAX_PAX_DIGITS digits and a
+    letter: the most PAX work the limits allow."""
+    from arena import bot_archive
+
+    digits = getattr(bot_archive, "MAX_PAX_DIGITS", 20)
+    records = getattr(bot_archive, "MAX_PAX_RECORDS", 100_000) // MEMBERS
+    header_bytes = getattr(bot_archive, "MAX_PAX_BYTES", 8 * MIB) // MEMBERS
+    run = "1" * digits + "a"
+    small = b"".join(pax_record(f"k{j}", "1700000000.123456789") for j in range(records - 1))
+    comment = pax_record("comment", (run * 1000)[:header_bytes - len(small) - 20])
     return gzip_pieces([*(pax(small + comment) + header(f"f{i:05d}") for i in range(MEMBERS)), END])
 
 
