@@ -70,7 +70,7 @@ MAX_NAME_BYTES = 255
 # 3.11.10 (CVE-2024-6232) parses a PAX header with regular expressions that are quadratic in a run of
 # digits and in malformed records. So each is checked before tarfile reads it: its size; how many
 # come in a row (GNU tar writes at most two, a long name and a long link target; a PAX writer one,
-# after git's global header); a PAX header's records well formed, with no run of more than
+# after git's global header) and in all (one a member on average); a PAX header's records well formed, with no run of more than
 # MAX_PAX_DIGITS digits (a real header's longest is a 20-digit number: a size, an inode); and, added
 # up over the archive, PAX data and records (a global header's records count once for every member
 # after it, as tarfile applies them to each). A real archive has a few records, some 100 bytes, per
@@ -78,6 +78,7 @@ MAX_NAME_BYTES = 255
 # check of any archive under about 0.8 s of CPU (docs/benchmarks.md, bench/bench_archive_check.py).
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADERS_PER_MEMBER = 2
+MAX_EXTENSION_HEADERS = MAX_MEMBERS  # in all: one a member on average
 MAX_PAX_DIGITS = 20
 MAX_PAX_BYTES = 4 * MIB
 MAX_PAX_RECORDS = 100_000
@@ -336,6 +337,7 @@ class _BoundedTar(tarfile.TarFile):
     def __init__(self, tar_bytes: bytes) -> None:
         self.tar_bytes = tar_bytes
         self.headers_in_a_row = 0
+        self.extension_headers = 0
         self.pax_bytes = 0
         self.pax_records = 0
         super().__init__(fileobj=io.BytesIO(tar_bytes), mode="r", tarinfo=_BoundedHeader)
@@ -357,9 +359,13 @@ class _BoundedHeader(tarfile.TarInfo):
         where = f"at byte {self.offset} of the tar stream"
         kind = "PAX" if self.type in _PAX_TYPES else "GNU long-name"
         bounded.headers_in_a_row += 1
+        bounded.extension_headers += 1
         if bounded.headers_in_a_row > MAX_HEADERS_PER_MEMBER:
             raise ArchiveError(f"has more than {MAX_HEADERS_PER_MEMBER} PAX or GNU long-name headers in a row ({where}): "
                                f"a member may have at most {MAX_HEADERS_PER_MEMBER}")
+        if bounded.extension_headers > MAX_EXTENSION_HEADERS:
+            raise ArchiveError(f"has more than {MAX_EXTENSION_HEADERS} PAX and GNU long-name headers: a bot archive may "
+                               f"have at most {MAX_EXTENSION_HEADERS}, one a member on average")
         if self.size > MAX_HEADER_BYTES:
             raise ArchiveError(f"has a {kind} header of {self.size} bytes ({where}): a header may hold at most "
                                f"{MAX_HEADER_BYTES // 1024} KiB")

@@ -185,11 +185,19 @@ def long_names_gnu(_: int) -> bytes:
 
 
 def long_links_gnu(_: int) -> bytes:
-    """9,997 symbolic links with paths of 1,024 bytes and targets of 1,024 bytes: a long-link and a
-    long-name header before each (two in a row, as GNU tar writes them)."""
+    """Symbolic links with paths of 1,024 bytes and targets of 1,024 bytes, a long-link and a
+    long-name header before each (two in a row, as GNU tar writes them), as many as the limit on
+    such headers allows."""
     target = "/".join(["t" * 255] * 4)
     return gzip_pieces([*(gnu_long(target, tarfile.GNUTYPE_LONGLINK) + gnu_long(name)
-                          + header(name, tarfile.SYMTYPE, link=target) for name in _long_names()), END])
+                          + header(name, tarfile.SYMTYPE, link=target) for name in _long_names(_pairs())), END])
+
+
+def _pairs() -> int:
+    """How many members may have two extension headers each (the code's MAX_EXTENSION_HEADERS, if any)."""
+    from arena import bot_archive
+
+    return min(MEMBERS - 3, getattr(bot_archive, "MAX_EXTENSION_HEADERS", 2 * MEMBERS) // 2)
 
 
 def long_names_pax(_: int) -> bytes:
@@ -197,24 +205,42 @@ def long_names_pax(_: int) -> bytes:
     return gzip_pieces([*(pax(pax_record("path", name)) + header(name) for name in _long_names()), END])
 
 
-def _long_names() -> list[str]:
+def _long_names(count: int = MEMBERS - 3) -> list[str]:
     folders = "/".join(["n" * 255] * 3)
-    return [f"{folders}/{i:04d}" + "n" * (1024 - len(folders) - 6) for i in range(MEMBERS - 3)]
+    return [f"{folders}/{i:04d}" + "n" * (1024 - len(folders) - 6) for i in range(count)]
 
 
 def pax_allowed(_: int) -> bytes:
-    """10,000 files, each after a PAX header as large and with as many records as the limits allow
-    (MAX_PAX_BYTES and MAX_PAX_RECORDS shared out), its values runs of MAX_PAX_DIGITS digits and a
-    letter: the most PAX work the limits allow."""
+    """10,000 symbolic links, each after a PAX header holding its 9-part target (a linkpath record)
+    and as many records and digit runs (MAX_PAX_DIGITS, then a letter) as MAX_PAX_BYTES and
+    MAX_PAX_RECORDS allow shared out: the most PAX work the limits allow at one header a member."""
     from arena import bot_archive
 
     digits = getattr(bot_archive, "MAX_PAX_DIGITS", 20)
     records = getattr(bot_archive, "MAX_PAX_RECORDS", 100_000) // MEMBERS
     header_bytes = getattr(bot_archive, "MAX_PAX_BYTES", 8 * MIB) // MEMBERS
-    run = "1" * digits + "a"
-    small = b"".join(pax_record(f"k{j}", "1700000000.123456789") for j in range(records - 1))
-    comment = pax_record("comment", (run * 1000)[:header_bytes - len(small) - 20])
-    return gzip_pieces([*(pax(small + comment) + header(f"f{i:05d}") for i in range(MEMBERS)), END])
+    small = b"".join(pax_record(f"k{j}", "") for j in range(records - 2))
+    small += pax_record("linkpath", "/".join(["1" * digits] * 9))
+    comment = pax_record("comment", (("1" * digits + "a") * 1000)[:header_bytes - len(small) - 20])
+    return gzip_pieces([*(pax(small + comment) + header(f"l{i:05d}", tarfile.SYMTYPE, link="x")
+                          for i in range(MEMBERS)), END])
+
+
+def pax_and_long_links(_: int) -> bytes:
+    """Symbolic links of 1,024-byte paths (GNU long-name headers), each after a PAX header holding its
+    9-part target (a linkpath record) and as many records and digit runs as the limits allow shared
+    out: three headers a member, as many as the limit on extension headers allows."""
+    from arena import bot_archive
+
+    count = _pairs()
+    digits = getattr(bot_archive, "MAX_PAX_DIGITS", 20)
+    records = getattr(bot_archive, "MAX_PAX_RECORDS", 100_000) // count
+    header_bytes = getattr(bot_archive, "MAX_PAX_BYTES", 8 * MIB) // count
+    small = b"".join(pax_record(f"k{j}", "") for j in range(records - 2))
+    small += pax_record("linkpath", "/".join(["1" * digits] * 9))
+    comment = pax_record("comment", (("1" * digits + "a") * 1000)[:header_bytes - len(small) - 20])
+    return gzip_pieces([*(pax(small + comment) + gnu_long(name) + header(name, tarfile.SYMTYPE, link="x")
+                          for name in _long_names(count)), END])
 
 
 def pax_digits(_: int) -> bytes:
@@ -306,6 +332,7 @@ CASES = [
     Case("long-links-gnu", long_links_gnu),
     Case("long-names-pax", long_names_pax),
     Case("pax-allowed", pax_allowed),
+    Case("pax-and-long-links", pax_and_long_links),
     Case("pax-digits", pax_digits),
     Case("pax-records", pax_records),
     Case("pax-global", pax_global),

@@ -24,6 +24,7 @@ from sqlalchemy import delete, func, select
 
 from arena.bot_archive import (
     MAX_ARCHIVE_BYTES,
+    MAX_EXTENSION_HEADERS,
     MAX_GZIP_MEMBERS,
     MAX_HEADER_BYTES,
     MAX_HEADERS_PER_MEMBER,
@@ -506,6 +507,10 @@ REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
                          (f"has more than {MAX_HEADERS_PER_MEMBER} PAX or GNU long-name headers in a row (at byte "
                           f"{MAX_HEADERS_PER_MEMBER * 1024} of the tar stream): a member may have at most "
                           f"{MAX_HEADERS_PER_MEMBER}")),
+    "extension-headers": (_members(*[member(f"{i:05d}" + "n" * 100, kind=tarfile.SYMTYPE, link="t" * 101)
+                                     for i in range(MAX_EXTENSION_HEADERS // 2 + 1)]),
+                          (f"has more than {MAX_EXTENSION_HEADERS} PAX and GNU long-name headers: a bot archive may "
+                           f"have at most {MAX_EXTENSION_HEADERS}, one a member on average")),
     "pax-digits": (_raw(_pax(pax_record("comment", "7" * (MAX_PAX_DIGITS + 1)))),
                    (f"has a PAX header with more than {MAX_PAX_DIGITS} digits in a row (at byte 0 of the tar stream): "
                     f"at most {MAX_PAX_DIGITS} (longer runs make Python's tarfile slow: CVE-2024-6232)")),
