@@ -211,22 +211,26 @@ def open_archive(content: bytes) -> tuple[CheckedArchive, bytes]:
 
 def _refuse_members_inside_non_folders(entries: dict[str, ArchiveEntry]) -> None:
     """The refusal of the first member (in the archive's order) inside a symbolic link or a file,
-    naming the nearest one above it (called once one is known to hold a member; at most
-    MAX_PATH_DEPTH steps a member). A link would let a member be written anywhere; a file cannot
-    hold one (unpacking it fails, and tarfile answers each link it fails to make by searching every
-    member)."""
+    naming the nearest one above it (called once one is known to hold a member). A link would let a
+    member be written anywhere; a file cannot hold one (unpacking it fails, and tarfile answers each
+    link it fails to make by searching every member). Each folder's nearest holder is found once."""
     holders = {name: entry for name, entry in entries.items() if entry.kind != "dir"}
+    nearest: dict[str, str | None] = {"": None}  # a folder: the deepest link or file at or above it
     for entry in entries.values():
-        parent = posixpath.dirname(entry.name)
-        while parent:
-            holder = holders.get(parent)
-            if holder is not None and holder.kind == "symlink":
-                raise ArchiveError(f"member {quoted(entry.name)} is inside the symbolic link {quoted(parent)}: "
-                                   "a member may not be written through a link")
-            if holder is not None:
-                raise ArchiveError(f"member {quoted(entry.name)} is inside the file {quoted(parent)}: only a folder "
-                                   "may hold members")
-            parent = posixpath.dirname(parent)
+        folder, below = posixpath.dirname(entry.name), []
+        while folder not in nearest:
+            below.append(folder)
+            folder = posixpath.dirname(folder)
+        holder = nearest[folder]
+        for folder in reversed(below):
+            holder = folder if folder in holders else holder
+            nearest[folder] = holder
+        if holder is not None and holders[holder].kind == "symlink":
+            raise ArchiveError(f"member {quoted(entry.name)} is inside the symbolic link {quoted(holder)}: "
+                               "a member may not be written through a link")
+        if holder is not None:
+            raise ArchiveError(f"member {quoted(entry.name)} is inside the file {quoted(holder)}: only a folder "
+                               "may hold members")
 
 
 @dataclass(frozen=True, slots=True)
