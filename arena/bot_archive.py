@@ -67,15 +67,16 @@ MAX_PATH_BYTES = 1024
 MAX_NAME_BYTES = 255
 # PAX headers and GNU long-name headers come before the member they describe, and tarfile reads
 # them in Python (some 16 µs a header here), follows a run of them by recursion, and before Python
-# 3.11.10 (CVE-2024-6232) parses a PAX header with regular expressions that are quadratic in a run of
-# digits and in malformed records. So each is checked before tarfile reads it: its size; how many
-# come in a row (GNU tar writes at most two, a long name and a long link target; a PAX writer one,
-# after git's global header) and in all (one a member on average); a PAX header's records well formed, with no run of more than
-# MAX_PAX_DIGITS digits (a real header's longest is a 20-digit number: a size, an inode); and, added
-# up over the archive, PAX data and records (a global header's records count once for every member
-# after it, as tarfile applies them to each). A real archive has a few records, some 100 bytes, per
-# member (at 10,000 members the limits leave 10 records and 400 bytes each). Together they keep the
-# check of any archive under about 0.8 s of CPU (docs/benchmarks.md, bench/bench_archive_check.py).
+# 3.11.10 (CVE-2024-6232) parses a PAX header with regular expressions that are quadratic in a run
+# of digits and in malformed records. So each is checked before tarfile reads it: its size; how
+# many come in a row (GNU tar writes at most two, a long name and a long link target; a PAX writer
+# one, after git's global header) and in all (one a member on average); a PAX header's records
+# well formed, with no run of more than MAX_PAX_DIGITS digits (a real header's longest is a
+# 20-digit number: a size, an inode); and, added up over the archive, PAX data and records (a
+# global header's records count once for every member after it, as tarfile applies them to each).
+# A real archive has a few records, some 100 bytes, per member (at 10,000 members the limits leave
+# 10 records and 400 bytes each). Together they keep the check of any archive under about 0.8 s of
+# CPU (docs/benchmarks.md, bench/bench_archive_check.py).
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADERS_PER_MEMBER = 2
 MAX_EXTENSION_HEADERS = MAX_MEMBERS  # in all: one a member on average
@@ -365,11 +366,11 @@ class _BoundedHeader(tarfile.TarInfo):
         bounded.headers_in_a_row += 1
         bounded.extension_headers += 1
         if bounded.headers_in_a_row > MAX_HEADERS_PER_MEMBER:
-            raise ArchiveError(f"has more than {MAX_HEADERS_PER_MEMBER} PAX or GNU long-name headers in a row ({where}): "
-                               f"a member may have at most {MAX_HEADERS_PER_MEMBER}")
+            raise ArchiveError(f"has more than {MAX_HEADERS_PER_MEMBER} PAX or GNU long-name headers in a row "
+                               f"({where}): a member may have at most {MAX_HEADERS_PER_MEMBER}")
         if bounded.extension_headers > MAX_EXTENSION_HEADERS:
-            raise ArchiveError(f"has more than {MAX_EXTENSION_HEADERS} PAX and GNU long-name headers: a bot archive may "
-                               f"have at most {MAX_EXTENSION_HEADERS}, one a member on average")
+            raise ArchiveError(f"has more than {MAX_EXTENSION_HEADERS} PAX and GNU long-name headers: a bot archive "
+                               f"may have at most {MAX_EXTENSION_HEADERS}, one a member on average")
         if self.size > MAX_HEADER_BYTES:
             raise ArchiveError(f"has a {kind} header of {self.size} bytes ({where}): a header may hold at most "
                                f"{MAX_HEADER_BYTES // 1024} KiB")
@@ -426,7 +427,8 @@ def _entry(member: tarfile.TarInfo, seen: dict[str, ArchiveEntry]) -> ArchiveEnt
         raise ArchiveError(f"member {quoted(raw)} has a name of {longest} bytes in its path: a folder's or file's "
                            f"name may be at most {MAX_NAME_BYTES} bytes")
     if raw.startswith("/"):
-        raise ArchiveError(f"member {quoted(raw)} has an absolute path: every member must be relative to the archive's root")
+        raise ArchiveError(f"member {quoted(raw)} has an absolute path: every member must be relative to the "
+                           "archive's root")
     if ".." in raw.split("/"):
         raise ArchiveError(f"member {quoted(raw)} has .. in its path: every member must stay inside the archive")
     path = posixpath.normpath(raw)
@@ -435,14 +437,14 @@ def _entry(member: tarfile.TarInfo, seen: dict[str, ArchiveEntry]) -> ArchiveEnt
             raise ArchiveError(f"member {quoted(raw)} is not a folder")
         return None
     if (depth := path.count("/") + 1) > MAX_PATH_DEPTH:
-        raise ArchiveError(f"member {quoted(raw)} is {depth} parts deep: a member's path may have at most {MAX_PATH_DEPTH} "
-                           "parts (its folders and its name)")
+        raise ArchiveError(f"member {quoted(raw)} is {depth} parts deep: a member's path may have at most "
+                           f"{MAX_PATH_DEPTH} parts (its folders and its name)")
     if path in seen:
         raise ArchiveError(f"member {quoted(path)} appears twice: each path may appear once")
     if (member.issym() or member.islnk()) and (length := len(member.linkname.encode("utf-8", "surrogateescape"))) \
             > MAX_PATH_BYTES:
-        raise ArchiveError(f"member {quoted(raw)} is a link to a path of {length} bytes: a link's target may be at most "
-                           f"{MAX_PATH_BYTES} bytes")
+        raise ArchiveError(f"member {quoted(raw)} is a link to a path of {length} bytes: a link's target may be at "
+                           f"most {MAX_PATH_BYTES} bytes")
     if member.ischr() or member.isblk():
         raise ArchiveError(f"member {quoted(raw)} is a device file: only files, folders and links are allowed")
     if member.isfifo():
@@ -461,8 +463,8 @@ def _entry(member: tarfile.TarInfo, seen: dict[str, ArchiveEntry]) -> ArchiveEnt
             raise ArchiveError(f"member {quoted(raw)} is a hard link to {quoted(target)}, outside the archive")
         linked = seen.get(posixpath.normpath(target))
         if linked is None or linked.kind != "file":
-            raise ArchiveError(f"member {quoted(raw)} is a hard link to {quoted(target)}, which is not a file before it "
-                               "in the archive")
+            raise ArchiveError(f"member {quoted(raw)} is a hard link to {quoted(target)}, which is not a file "
+                               "before it in the archive")
         return ArchiveEntry(path, "hardlink", linked.mode, 0, linked.name)
     if member.isdir():
         return ArchiveEntry(path, "dir", member.mode, 0)

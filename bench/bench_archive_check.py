@@ -34,6 +34,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 1 << 20
@@ -347,7 +348,7 @@ CASES = [
 # --- measuring (in a process of its own) -------------------------------------------------------------------
 
 
-def child(case: Case, cap: int, runs: int, unpack: bool) -> dict[str, object]:
+def child(case: Case, cap: int, runs: int, unpack: bool) -> dict[str, Any]:
     """Build ``case`` for ``cap``, check it ``runs`` times; the figures as a dict (printed as JSON)."""
     from arena.bot_archive import ArchiveError, check_archive, command_problem
 
@@ -366,7 +367,7 @@ def child(case: Case, cap: int, runs: int, unpack: bool) -> dict[str, object]:
         times.append(time.process_time() - start)
         if times[-1] > SLOW_RUN_S:
             break
-    result: dict[str, object] = {"size": len(content), "times": times, "verdict": verdict}
+    result: dict[str, Any] = {"size": len(content), "times": times, "verdict": verdict}
     if checked is not None and case.command:
         start = time.process_time()
         result["command"] = f"{case.command}: {command_problem(checked, case.command, None) or 'usable'}"
@@ -376,7 +377,7 @@ def child(case: Case, cap: int, runs: int, unpack: bool) -> dict[str, object]:
     return result
 
 
-def unpack_times(content: bytes, sha256: str) -> dict[str, object]:
+def unpack_times(content: bytes, sha256: str) -> dict[str, Any]:
     """CPU and wall seconds of a first unpacking into an empty cache, and of the tree digest alone."""
     from arena.play.archives import ArchiveCache, tree_digest
     from arena.store.store import Store
@@ -391,7 +392,7 @@ def unpack_times(content: bytes, sha256: str) -> dict[str, object]:
                 unpacked = cache.path_for(store, sha256)
             except Exception as exc:  # noqa: BLE001 - reported, not raised
                 return {"unpack": f"failed: {type(exc).__name__}: {exc}"}
-            result: dict[str, object] = {"unpack_s": time.process_time() - cpu,
+            result: dict[str, Any] = {"unpack_s": time.process_time() - cpu,
                                          "unpack_wall_s": time.perf_counter() - wall}
             cpu = time.process_time()
             tree_digest(unpacked)
@@ -401,7 +402,7 @@ def unpack_times(content: bytes, sha256: str) -> dict[str, object]:
             store.close()
 
 
-def measure(case: Case, cap: int, args: argparse.Namespace) -> dict[str, object]:
+def measure(case: Case, cap: int, args: argparse.Namespace) -> dict[str, Any]:
     """``child`` in a process of its own, stopped after ``--timeout`` seconds."""
     argv = [sys.executable, __file__, "--child", case.name, "--sizes", str(cap / MIB), "--runs", str(args.runs)]
     if args.unpack:
@@ -416,22 +417,24 @@ def measure(case: Case, cap: int, args: argparse.Namespace) -> dict[str, object]
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def report(case: Case, cap: int, figures: dict[str, object]) -> str:
+def report(case: Case, cap: int, figures: dict[str, Any]) -> str:
+    """One archive's line(s): its size, the check's median CPU time and range, its verdict."""
     label = f"{case.name:<22} {'cap ' + _mib(cap) if case.scales else 'fixed':<13}"
     if "timeout" in figures:
         return f"{label} over {figures['timeout']} s (stopped)"
     if "failed" in figures:
         return f"{label} the process failed: {figures['failed']}"
-    times = [float(t) for t in figures["times"]]  # type: ignore[attr-defined]
-    line = (f"{label} {_mib(int(figures['size'])):>9}  check {statistics.median(times):8.3f} s "  # type: ignore[call-overload]
+    times = [float(t) for t in figures["times"]]
+    line = (f"{label} {_mib(int(figures['size'])):>9}  check {statistics.median(times):8.3f} s "
             f"({len(times)} runs, {min(times):.3f}-{max(times):.3f})  {_short(str(figures['verdict']))}")
+    indent = "\n" + " " * 37
     if "command_s" in figures:
-        line += f"\n{'':<37}command_problem {float(figures['command_s']):.3f} s: {figures['command']}"  # type: ignore[arg-type]
+        line += f"{indent}command_problem {figures['command_s']:.3f} s: {figures['command']}"
     if "unpack_s" in figures:
-        line += (f"\n{'':<37}unpack {float(figures['unpack_s']):.2f} s CPU ({float(figures['unpack_wall_s']):.2f} s "  # type: ignore[arg-type]
-                 f"wall), tree digest alone {float(figures['digest_s']):.2f} s CPU")  # type: ignore[arg-type]
+        line += (f"{indent}unpack {figures['unpack_s']:.2f} s CPU ({figures['unpack_wall_s']:.2f} s wall), "
+                 f"tree digest alone {figures['digest_s']:.2f} s CPU")
     elif "unpack" in figures:
-        line += f"\n{'':<37}unpack {_short(str(figures['unpack']))}"
+        line += f"{indent}unpack {_short(str(figures['unpack']))}"
     return line
 
 

@@ -535,8 +535,8 @@ REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
                       'member "f/g" is inside the file "f": only a folder may hold members'),
     "link-chain": (_members(member("f", b"x"), member("l0", kind=tarfile.SYMTYPE, link="f"),
                             *[member(f"l{i}", kind=tarfile.SYMTYPE, link=f"l{i - 1}") for i in range(1, 41)]),
-                   (f'member "l39" is a symbolic link in a chain of more than {MAX_LINK_HOPS} links, or a loop of them: '
-                    f"a link may lead through at most {MAX_LINK_HOPS}")),
+                   (f'member "l39" is a symbolic link in a chain of more than {MAX_LINK_HOPS} links, or a loop of '
+                    f"them: a link may lead through at most {MAX_LINK_HOPS}")),
     "link-loop": (_members(member("a", kind=tarfile.SYMTYPE, link="b"), member("b", kind=tarfile.SYMTYPE, link="a")),
                   (f'member "a" is a symbolic link in a chain of more than {MAX_LINK_HOPS} links, or a loop of them: '
                    f"a link may lead through at most {MAX_LINK_HOPS}")),
