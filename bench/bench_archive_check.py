@@ -211,7 +211,7 @@ def _long_names(count: int = MEMBERS - 3) -> list[str]:
     return [f"{folders}/{i:04d}" + "n" * (1024 - len(folders) - 6) for i in range(count)]
 
 
-def pax_allowed(_: int) -> bytes:
+def pax_allowed(_: int, data: bytes = b"") -> bytes:
     """10,000 symbolic links, each after a PAX header holding its 9-part target (a linkpath record)
     and as many records and digit runs (MAX_PAX_DIGITS, then a letter) as MAX_PAX_BYTES and
     MAX_PAX_RECORDS allow shared out: the most PAX work the limits allow at one header a member."""
@@ -223,8 +223,14 @@ def pax_allowed(_: int) -> bytes:
     small = b"".join(pax_record(f"k{j}", "") for j in range(records - 2))
     small += pax_record("linkpath", "/".join(["1" * digits] * 9))
     comment = pax_record("comment", (("1" * digits + "a") * 1000)[:header_bytes - len(small) - 20])
-    return gzip_pieces([*(pax(small + comment) + header(f"l{i:05d}", tarfile.SYMTYPE, link="x")
-                          for i in range(MEMBERS)), END])
+    links = [pax(small + comment) + header(f"l{i:05d}", tarfile.SYMTYPE, link="x") for i in range(MEMBERS - 1)]
+    return gzip_pieces([*links, file_member("data.bin", data), END], 1)
+
+
+def pax_allowed_and_data(cap: int) -> bytes:
+    """pax-allowed, its last member a file of random bytes filling the cap: the most work on headers
+    and on bytes at once."""
+    return pax_allowed(cap, os.urandom(cap - 512 * 1024))
 
 
 def pax_and_long_links(_: int) -> bytes:
@@ -333,6 +339,7 @@ CASES = [
     Case("long-links-gnu", long_links_gnu),
     Case("long-names-pax", long_names_pax),
     Case("pax-allowed", pax_allowed),
+    Case("pax-allowed-and-data", pax_allowed_and_data, scales=True),
     Case("pax-and-long-links", pax_and_long_links),
     Case("pax-digits", pax_digits),
     Case("pax-records", pax_records),
