@@ -22,8 +22,28 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, func, select
 
-from arena.bot_archive import MAX_ARCHIVE_BYTES, MAX_MEMBERS, ArchiveError
+from arena.bot_archive import (
+    MAX_ARCHIVE_BYTES,
+    MAX_EXTENSION_HEADERS,
+    MAX_GZIP_MEMBERS,
+    MAX_HEADER_BYTES,
+    MAX_HEADERS_PER_MEMBER,
+    MAX_LINK_HOPS,
+    MAX_LINK_STEPS,
+    MAX_MEMBERS,
+    MAX_NAME_BYTES,
+    MAX_PAX_BYTES,
+    MAX_PAX_DIGITS,
+    MAX_PAX_RECORDS,
+    MAX_PATH_BYTES,
+    MAX_PATH_DEPTH,
+    MIB,
+    ArchiveError,
+    check_archive,
+    command_problem,
+)
 from arena.config import load_config
+from arena.errors import quoted
 from arena.play.archives import CACHE_ENV, ArchiveCache, tree_digest
 from arena.play.runner import open_tournament
 from arena.store.models import BotArchive
@@ -261,6 +281,27 @@ def test_a_damaged_cache_folder_is_never_used_but_unpacked_again(
     assert not folder.exists()
 
 
+def test_hard_links_unpack_as_links_and_digest_like_copies(tmp_path: Path) -> None:
+    """An archive's hard links unpack as links to one file; the tree's digest reads that file once
+    (by its inode) and is the digest copies of it would have."""
+    links = [member(f"h{i}", kind=tarfile.LNKTYPE, link="big.bin") for i in range(50)]
+    content = gzipped(tar_bytes([member("big.bin", b"data " * 1000), *links]))
+    sha = hashlib.sha256(content).hexdigest()
+    store = Store(f"sqlite:///{tmp_path / 'links.db'}")
+    try:
+        store.put_archive(sha, content)
+        folder = ArchiveCache(tmp_path / "cache").path_for(store, sha)
+    finally:
+        store.close()
+    assert os.stat(folder / "h49").st_ino == os.stat(folder / "big.bin").st_ino
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    for name in ("big.bin", *(f"h{i}" for i in range(50))):
+        (copies / name).write_bytes(b"data " * 1000)
+        (copies / name).chmod(0o444)
+    assert tree_digest(folder) == tree_digest(copies)
+
+
 def test_a_database_copy_that_does_not_match_its_hash_is_not_unpacked(stored: tuple[Store, str],
                                                                        tmp_path: Path) -> None:
     store, _ = stored
@@ -364,8 +405,53 @@ def _too_many(path: Path) -> None:
     pack(path, [member(f"f{i}") for i in range(MAX_MEMBERS + 1)])
 
 
+def _too_many_with_folders(path: Path) -> None:
+    """Half the member limit of files, each in a folder of its own that no member lists."""
+    pack(path, [member(f"d{i}/f") for i in range(MAX_MEMBERS // 2 + 1)])
+
+
 def _too_big_unpacked(path: Path) -> None:
     pack(path, [member("big.bin", bytes(64 * 1024 * 1024 + 1))])
+
+
+def gzip_members(data: bytes, count: int) -> bytes:
+    """``data`` cut into ``count`` pieces, each gzip'd on its own and joined, as `cat a.gz b.gz` does."""
+    step = -(-len(data) // count)
+    return b"".join(gzipped(data[i:i + step]) for i in range(0, len(data), step))
+
+
+DEEP = "/".join(["d"] * MAX_PATH_DEPTH)  # a path exactly MAX_PATH_DEPTH parts deep
+LONG = "n" * MAX_PATH_BYTES  # a path exactly MAX_PATH_BYTES long
+
+
+def raw_header(name: str, kind: bytes, data: bytes = b"") -> bytes:
+    """One header and its data blocks, as given: the PAX and GNU long-name headers tarfile's writer
+    would not make."""
+    info = tarfile.TarInfo(name)
+    info.type, info.size = kind, len(data)
+    return info.tobuf(format=tarfile.USTAR_FORMAT) + data + bytes(-len(data) % tarfile.BLOCKSIZE)
+
+
+def pax_record(keyword: str, value: str) -> bytes:
+    """One PAX record, "LENGTH KEYWORD=VALUE\n", LENGTH counting the whole record."""
+    body = f" {keyword}={value}\n".encode()
+    length = len(body) + 1
+    while len(str(length)) + len(body) != length:
+        length += 1
+    return str(length).encode() + body
+
+
+def _raw(*parts: bytes) -> Callable[[Path], None]:
+    """An archive of raw headers (see raw_header) and a file "bot.py" after them."""
+    return _write(gzipped(b"".join(parts) + raw_header("bot.py", tarfile.REGTYPE, b"x") + bytes(1024)))
+
+
+def _pax(*records: bytes, kind: bytes = tarfile.XHDTYPE) -> bytes:
+    return raw_header("PaxHeader", kind, b"".join(records))
+
+
+def _too_many_gzip_members(path: Path) -> None:
+    path.write_bytes(gzip_members(tar_bytes(sample_members()), MAX_GZIP_MEMBERS + 1))
 
 
 REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
@@ -397,8 +483,73 @@ REFUSALS: dict[str, tuple[Callable[[Path], None], str]] = {
              'member "pipe" is a FIFO: only files, folders and links are allowed'),
     "too-many-members": (_too_many, (f"has more than {MAX_MEMBERS} members: a bot archive may have at most "
                                      f"{MAX_MEMBERS} files, folders and links")),
+    "too-many-with-folders": (_too_many_with_folders,
+                              (f"has more than {MAX_MEMBERS} members, counting the folders its paths imply: a bot "
+                               f"archive may have at most {MAX_MEMBERS} files, folders and links")),
     "too-big-unpacked": (_too_big_unpacked,
                          "unpacks to more than 64 MiB: a bot archive's files may add up to at most 64 MiB"),
+    "too-many-gzip-members": (_too_many_gzip_members,
+                              (f"has more than {MAX_GZIP_MEMBERS} gzip members: a bot archive may join at most "
+                               f"{MAX_GZIP_MEMBERS} (gzip writes one: pack it again with tar -czf)")),
+    "too-deep": (_members(member(DEEP + "/x.py", b"x")),
+                 (f"member {quoted(DEEP + '/x.py')} is {MAX_PATH_DEPTH + 1} parts deep: a member's path may have "
+                  f"at most {MAX_PATH_DEPTH} parts (its folders and its name)")),
+    "path-too-long": (_members(member(LONG + "é", b"x")),
+                      (f"member {quoted(LONG + 'é')} has a path of {MAX_PATH_BYTES + 2} bytes: a member's path may "
+                       f"be at most {MAX_PATH_BYTES} bytes")),
+    "link-target-too-long": (_members(member("s", kind=tarfile.SYMTYPE, link="./" * (MAX_PATH_BYTES // 2) + "x")),
+                             (f'member "s" is a link to a path of {MAX_PATH_BYTES + 1} bytes: a link\'s target may '
+                              f"be at most {MAX_PATH_BYTES} bytes")),
+    "header-too-large": (_raw(_pax(pax_record("comment", "c" * MAX_HEADER_BYTES))),
+                         (f"has a PAX header of {MAX_HEADER_BYTES + 15} bytes (at byte 0 of the tar stream): a header "
+                          f"may hold at most {MAX_HEADER_BYTES // 1024} KiB")),
+    "headers-in-a-row": (_raw(*[raw_header("././@LongLink", tarfile.GNUTYPE_LONGNAME, b"bot.py\0")] * 3),
+                         (f"has more than {MAX_HEADERS_PER_MEMBER} PAX or GNU long-name headers in a row (at byte "
+                          f"{MAX_HEADERS_PER_MEMBER * 1024} of the tar stream): a member may have at most "
+                          f"{MAX_HEADERS_PER_MEMBER}")),
+    "extension-headers": (_members(*[member(f"{i:05d}" + "n" * 100, kind=tarfile.SYMTYPE, link="t" * 101)
+                                     for i in range(MAX_EXTENSION_HEADERS // 2 + 1)]),
+                          (f"has more than {MAX_EXTENSION_HEADERS} PAX and GNU long-name headers: a bot archive may "
+                           f"have at most {MAX_EXTENSION_HEADERS}, one a member on average")),
+    "pax-digits": (_raw(_pax(pax_record("comment", "7" * (MAX_PAX_DIGITS + 1)))),
+                   (f"has a PAX header with more than {MAX_PAX_DIGITS} digits in a row (at byte 0 of the tar stream): "
+                    f"at most {MAX_PAX_DIGITS} (longer runs make Python's tarfile slow: CVE-2024-6232)")),
+    "pax-damaged": (_raw(_pax(b"99 path=bot.py\n")),
+                    ("has a damaged PAX header (at byte 0 of the tar stream): each record must be LENGTH "
+                     "KEYWORD=VALUE and a newline")),
+    "pax-sparse": (_raw(_pax(pax_record("GNU.sparse.size", "4096"))),
+                   ("has a sparse file (at byte 0 of the tar stream, a PAX header with GNU.sparse records): pack it as "
+                    "a plain file")),
+    "pax-bytes": (_raw(*[_pax(pax_record("comment", "c" * 60_000)) + raw_header(f"f{i}", tarfile.REGTYPE)
+                         for i in range(MAX_PAX_BYTES // 60_000 + 1)]),
+                  (f"has more than {MAX_PAX_BYTES // MIB} MiB of PAX headers: a bot archive's PAX headers may add up "
+                   f"to at most {MAX_PAX_BYTES // MIB} MiB")),
+    "pax-records": (_raw(_pax(*[pax_record(f"k{i}", "") for i in range(5000)], kind=tarfile.XGLTYPE),
+                         *[raw_header(f"f{i}", tarfile.REGTYPE) for i in range(MAX_PAX_RECORDS // 5000)]),
+                    (f"has more than {MAX_PAX_RECORDS} PAX records: a bot archive may have at most {MAX_PAX_RECORDS} "
+                     "(a global header's count once for every member after it)")),
+    "name-too-long": (_members(member("d/" + "n" * (MAX_NAME_BYTES + 1), b"x")),
+                      (f"member {quoted('d/' + 'n' * (MAX_NAME_BYTES + 1))} has a name of {MAX_NAME_BYTES + 1} bytes "
+                       f"in its path: a folder's or file's name may be at most {MAX_NAME_BYTES} bytes")),
+    "inside-a-file": (_members(member("f", b"x"), member("f/g", b"y")),
+                      'member "f/g" is inside the file "f": only a folder may hold members'),
+    "link-chain": (_members(member("f", b"x"), member("l0", kind=tarfile.SYMTYPE, link="f"),
+                            *[member(f"l{i}", kind=tarfile.SYMTYPE, link=f"l{i - 1}") for i in range(1, 41)]),
+                   (f'member "l39" is a symbolic link in a chain of more than {MAX_LINK_HOPS} links, or a loop of '
+                    f"them: a link may lead through at most {MAX_LINK_HOPS}")),
+    "link-loop": (_members(member("a", kind=tarfile.SYMTYPE, link="b"), member("b", kind=tarfile.SYMTYPE, link="a")),
+                  (f'member "a" is a symbolic link in a chain of more than {MAX_LINK_HOPS} links, or a loop of them: '
+                   f"a link may lead through at most {MAX_LINK_HOPS}")),
+    "link-out-through-a-link": (_members(member("sub/", kind=tarfile.DIRTYPE), member("sub/up", kind=tarfile.SYMTYPE,
+                                                                                       link=".."),
+                                         member("x", kind=tarfile.SYMTYPE, link="sub/up/../etc")),
+                                'member "x" is a symbolic link to "sub/up/../etc", outside the archive'),
+    "link-steps": (_members(member("s", kind=tarfile.SYMTYPE, link="."),
+                            *[member(f"l{i}", kind=tarfile.SYMTYPE, link="s/" * 100 + "x")
+                              for i in range(MAX_LINK_STEPS // 201 + 1)]),
+                   (f"has symbolic links that take more than {MAX_LINK_STEPS} steps to resolve (at "
+                    f'"l{MAX_LINK_STEPS // 201}"): a bot archive\'s links may take at most {MAX_LINK_STEPS}, each '
+                    "part of a target a step, a link met on the way counted each time")),
     "gzip-bomb": (_bomb, "unpacks to more than 64 MiB: a bot archive's files may add up to at most 64 MiB"),
     "too-large-file": (_too_large_file, (f"is {MAX_ARCHIVE_BYTES + 1} bytes: a bot archive may be at most "
                                          f"{MAX_ARCHIVE_BYTES} bytes (64 MiB)")),
@@ -455,6 +606,51 @@ def test_a_bot_entry_that_cannot_start_from_its_archive_is_one_line_and_exit_2(c
     ])
     line = _one_error_line(run_arena("run", str(path)))
     assert line == f'arena: error: cup.toml: [[bots]] #1 ("packed") {message}'
+
+
+def test_joined_gzip_members_within_the_limit_are_read_as_gzip_reads_them() -> None:
+    """gzip(1) reads concatenated members (and zeros between them) as one stream: so does the check,
+    up to MAX_GZIP_MEMBERS of them."""
+    tar = tar_bytes(sample_members())
+    joined = gzip_members(tar, MAX_GZIP_MEMBERS)
+    assert joined.count(b"\x1f\x8b\x08") >= MAX_GZIP_MEMBERS
+    assert check_archive(joined).entries == check_archive(gzipped(tar)).entries
+    padded = b"\0\0\0".join(gzipped(tar[i:i + 4096]) for i in range(0, 4 * 4096, 4096)) + gzipped(tar[4 * 4096:])
+    assert check_archive(padded).entries == check_archive(gzipped(tar)).entries
+
+
+def test_four_megabytes_of_tiny_gzip_members_are_refused_at_the_member_limit() -> None:
+    """An archive of about 200,000 one-byte gzip members (4 MB, a valid tar inside) is refused for
+    its gzip members, before it is all decompressed."""
+    one = {b: gzipped(bytes([b])) for b in range(256)}
+    tar = tar_bytes([member("bot.py", b"#" * (4_000_000 // len(one[0]) - 3 * 512))])
+    content = b"".join(one[b] for b in tar)
+    assert len(content) > 3_900_000
+    with pytest.raises(ArchiveError, match=f"^has more than {MAX_GZIP_MEMBERS} gzip members: "):
+        check_archive(content)
+
+
+def test_paths_at_the_depth_and_length_limits_are_accepted_and_folders_are_found() -> None:
+    deep_file = DEEP[:-1] + "x.py"
+    long_folder = "/".join(["l" * MAX_NAME_BYTES] * 3 + ["l" * (MAX_PATH_BYTES - 4 - 3 * (MAX_NAME_BYTES + 1))])
+    checked = check_archive(gzipped(tar_bytes([member(deep_file, b"x"), member(long_folder + "/a.b", b""),
+                                               member("e/", kind=tarfile.DIRTYPE), member("f", b"")])))
+    assert set(checked.entries) == {deep_file, long_folder + "/a.b", "e", "f"}
+    assert all(checked.is_folder(p) for p in ("", ".", "d", DEEP[:-2], long_folder, "e"))
+    assert len((long_folder + "/a.b").encode()) == MAX_PATH_BYTES
+    assert not any(checked.is_folder(p) for p in ("f", "d/x", deep_file, "l", long_folder + "/a.b", "e/x"))
+
+
+def test_links_within_the_limits_are_accepted_and_lead_to_the_program() -> None:
+    """A chain of MAX_LINK_HOPS links to a program, and a link through a link to a folder (resolved
+    as the file system would), are accepted; the command finds its program through the chain."""
+    chain = [member("l0", kind=tarfile.SYMTYPE, link="bin/bot")]
+    chain += [member(f"l{i}", kind=tarfile.SYMTYPE, link=f"l{i - 1}") for i in range(1, MAX_LINK_HOPS)]
+    checked = check_archive(gzipped(tar_bytes([member("bin/bot", b"#!/bin/sh\n", mode=0o755), *chain,
+                                               member("current", kind=tarfile.SYMTYPE, link="bin"),
+                                               member("run", kind=tarfile.SYMTYPE, link="current/../current/bot")])))
+    assert command_problem(checked, f"./l{MAX_LINK_HOPS - 1} --fast", None) is None
+    assert checked.entries["run"].target == "current/../current/bot"
 
 
 def test_a_cwd_inside_the_archive_and_a_program_of_the_archive_are_accepted(tmp_path: Path) -> None:
