@@ -33,7 +33,7 @@ from referee.rules import Condition, InvalidOptionError, RuleOptions
 from referee.sandbox import SandboxSettings, SandboxSettingsError
 
 from .cores import available_cores
-from .bot_archive import ArchiveError, archive_folder, check_archive, command_problem, read_archive_file
+from referee.packages.archive import ArchiveError, archive_folder, check_archive, command_problem, read_archive_file
 from .errors import ArenaError, one_line, quoted, shown
 
 SEED_MAX = 2**63 - 1  # fits a signed 64-bit database column and the protocol's uint64

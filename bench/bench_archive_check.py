@@ -196,7 +196,7 @@ def long_links_gnu(_: int) -> bytes:
 
 def _pairs() -> int:
     """How many members may have two extension headers each (the code's MAX_EXTENSION_HEADERS, if any)."""
-    from arena import bot_archive
+    from referee.packages import archive as bot_archive
 
     return min(MEMBERS - 3, getattr(bot_archive, "MAX_EXTENSION_HEADERS", 2 * MEMBERS) // 2)
 
@@ -215,7 +215,7 @@ def pax_allowed(_: int, data: bytes = b"") -> bytes:
     """10,000 symbolic links, each after a PAX header holding its 9-part target (a linkpath record)
     and as many records and digit runs (MAX_PAX_DIGITS, then a letter) as MAX_PAX_BYTES and
     MAX_PAX_RECORDS allow shared out: the most PAX work the limits allow at one header a member."""
-    from arena import bot_archive
+    from referee.packages import archive as bot_archive
 
     digits = getattr(bot_archive, "MAX_PAX_DIGITS", 20)
     records = getattr(bot_archive, "MAX_PAX_RECORDS", 100_000) // MEMBERS
@@ -237,7 +237,7 @@ def pax_and_long_links(_: int) -> bytes:
     """Symbolic links of 1,024-byte paths (GNU long-name headers), each after a PAX header holding its
     9-part target (a linkpath record) and as many records and digit runs as the limits allow shared
     out: three headers a member, as many as the limit on extension headers allows."""
-    from arena import bot_archive
+    from referee.packages import archive as bot_archive
 
     count = _pairs()
     digits = getattr(bot_archive, "MAX_PAX_DIGITS", 20)
@@ -357,7 +357,7 @@ CASES = [
 
 def child(case: Case, cap: int, runs: int, unpack: bool) -> dict[str, Any]:
     """Build ``case`` for ``cap``, check it ``runs`` times; the figures as a dict (printed as JSON)."""
-    from arena.bot_archive import ArchiveError, check_archive, command_problem
+    from referee.packages.archive import ArchiveError, check_archive, command_problem
 
     content = case.build(cap)
     times: list[float] = []

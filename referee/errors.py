@@ -29,3 +29,35 @@ class ServiceSettingsError(RefereeError):
     """A setting of the Referee service that cannot be used or would leave it open: a token file
     that cannot be read, a weak token, TLS files that do not fit, a public address without
     authentication, a limit out of range (one line, exit 2)."""
+
+
+# --- user text in one-line messages (both commands) ----------------------------------------------
+
+SHOWN_CHARACTERS = 100  # longer user text is cut in messages (a 200 kB name stays one readable line)
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
+
+
+def quoted(text: str, limit: int = SHOWN_CHARACTERS) -> str:
+    """``text`` in double quotes, every unprintable character escaped as TOML and JSON write it
+    (``\\n``, ``\\u001b``), cut after ``limit`` characters: one line, whatever the user wrote."""
+    cut = text[:limit]
+    body = "".join(_ESCAPES.get(c) or (c if c.isprintable() else _escape(c)) for c in cut)
+    return f'"{body}"' if cut == text else f'"{body}..." ({len(text)} characters)'
+
+
+def shown(text: str, limit: int = SHOWN_CHARACTERS) -> str:
+    """``text`` as it is when it is printable and short (a file name, a URL), else ``quoted``."""
+    return text if text.isprintable() and len(text) <= limit else quoted(text, limit)
+
+
+def one_line(text: str) -> str:
+    """A whole message with any line break or control character escaped: the last guard before
+    a message reaches stderr, so a message is one line even if some part of it was not escaped."""
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    if c in _ESCAPES:
+        return _ESCAPES[c]
+    code = ord(c)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -316,7 +316,7 @@ def cmd_bots(args: argparse.Namespace) -> int:
 
 def _bot_archive(store: Store, path: str, spec: str) -> str:
     """Check the archive file of `bots add --archive` and the command against it, store it; its sha256."""
-    from ..bot_archive import ArchiveError, check_archive, command_problem, read_archive_file
+    from referee.packages.archive import ArchiveError, check_archive, command_problem, read_archive_file
 
     where = shown(path)
     try:

@@ -7,7 +7,7 @@ from typing import Any
 
 from referee.cli.main import add_metrics_argument
 
-from ..bot_archive import MAX_ARCHIVE_BYTES
+from referee.packages.archive import MAX_ARCHIVE_BYTES
 from ..errors import UsageError
 from ..web.settings import (
     DEFAULT_LISTEN,

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from referee.bots.endpoint import BotEndpoint
 
-from ..bot_archive import ArchiveError, check_archive, is_sha256, open_archive, read_archive_file
+from referee.packages.archive import ArchiveError, check_archive, is_sha256, open_archive, read_archive_file
 from ..config import ConfigError, TournamentConfig
 from ..errors import quoted, shown
 from ..store.store import BotRow, Store

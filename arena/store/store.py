@@ -504,7 +504,7 @@ class Store:
 
     def put_archive(self, sha256: str, content: bytes) -> bool:
         """Store an archive's bytes under their sha256, once however many bots or tournaments use
-        it; True when it was not stored yet. The caller has checked it (arena/bot_archive.py)."""
+        it; True when it was not stored yet. The caller has checked it (referee/packages/archive.py)."""
         if not self.has_archive(sha256):
             try:
                 with self.session() as s, s.begin():

@@ -27,7 +27,7 @@ from referee.sandbox import SandboxSettings, make_launcher
 from referee.sandbox.launcher import SandboxLauncher
 from referee.sandbox.machine import Machine
 
-from ..bot_archive import ArchiveError
+from referee.packages.archive import ArchiveError
 from ..config import load_config
 from ..errors import UsageError, one_line
 from ..play.archives import ArchiveCache

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, func, select
 
-from arena.bot_archive import (
+from referee.packages.archive import (
     MAX_ARCHIVE_BYTES,
     MAX_EXTENSION_HEADERS,
     MAX_GZIP_MEMBERS,

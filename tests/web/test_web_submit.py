@@ -412,7 +412,7 @@ def test_login_sends_only_to_this_sites_pages(web: TestClient, tokens: dict[str,
 
 def test_a_check_a_stopped_server_left_unfinished_runs_at_its_next_start(ladder_db: str,
                                                                         tokens: dict[str, str]) -> None:
-    from arena.bot_archive import check_archive
+    from referee.packages.archive import check_archive
     from arena.store.submissions import new_submission
     from arena.store.users import user_for_token
 

@@ -22,7 +22,7 @@ from starlette.types import Message
 
 from referee.bots.endpoint import BotEndpoint
 
-from ...bot_archive import ArchiveError, CheckedArchive, check_archive, command_problem
+from referee.packages.archive import ArchiveError, CheckedArchive, check_archive, command_problem
 from ...errors import quoted
 from ...store.models import as_utc
 from ...store.submissions import (SubmissionLimits, SubmissionRefused, SubmissionRow, bot_name, new_submission,

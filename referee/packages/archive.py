@@ -33,10 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from referee.bots.endpoint import BotEndpoint
-from referee.errors import EndpointError
-
-from .errors import ArenaError, one_line, quoted
+from ..bots.endpoint import BotEndpoint
+from ..errors import EndpointError, RefereeError, one_line, quoted
 
 MIB = 1 << 20
 MAX_ARCHIVE_BYTES = 64 * MIB  # the .tar.gz file itself
@@ -91,7 +89,7 @@ _DIGITS_MARKED = bytes(1 if 0x30 <= byte <= 0x39 else 0 for byte in range(256)) 
 _TOO_MANY_DIGITS = b"\1" * (MAX_PAX_DIGITS + 1)
 
 
-class ArchiveError(ArenaError):
+class ArchiveError(RefereeError):
     """An archive refused (one line saying why; the CLI exits 2), or one that cannot be used."""
 
 
