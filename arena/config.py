@@ -31,6 +31,7 @@ from referee.errors import EndpointError
 from referee.match.spec import FailurePolicy, GameSettings
 from referee.rules import Condition, InvalidOptionError, RuleOptions
 from referee.sandbox import SandboxSettings, SandboxSettingsError
+from referee.sandbox.settings import PATH_SETTINGS
 
 from .cores import available_cores
 from referee.packages.archive import ArchiveError, archive_folder, check_archive, command_problem, read_archive_file
@@ -546,11 +547,11 @@ def _ladder(table: _Table) -> LadderConfig:
 
 
 def _sandbox(table: _Table, folder: Path) -> SandboxSettings:
-    """The [sandbox] table (referee/sandbox/settings.py checks the values); a relative read_only
-    or private path is taken from the tournament file's folder."""
+    """The [sandbox] table (referee/sandbox/settings.py checks the values); a relative path
+    (read_only, private, build_sources) is taken from the tournament file's folder."""
     table.check_keys()
     values = {key: value for key, value in table.data.items() if key in SandboxSettings.keys()}
-    for key in ("read_only", "private"):
+    for key in PATH_SETTINGS:
         if isinstance(values.get(key), list):
             values[key] = [os.path.normpath(folder / Path(p).expanduser()) if isinstance(p, str) else p
                            for p in values[key]]

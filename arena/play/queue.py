@@ -34,6 +34,7 @@ from sqlalchemy.engine import make_url
 
 from referee.match.spec import GameSetup
 from referee.sandbox import SandboxSettings
+from referee.sandbox.settings import PATH_SETTINGS
 from referee.wire.convert import PROTOCOL_VERSION
 
 from ..errors import UsageError, quoted
@@ -117,7 +118,7 @@ class GameJob:
 
     def to_args(self) -> dict[str, Any]:
         sandbox = dataclasses.asdict(self.sandbox)
-        for key in ("read_only", "private", "pass_env"):
+        for key in (*PATH_SETTINGS, "pass_env"):
             sandbox[key] = list(getattr(self.sandbox, key))
         return {"format": JOB_FORMAT, "version": 1, "game_id": self.game_id, "tournament_id": self.tournament_id,
                 "number": self.number, "setup": self.setup.to_dict(), "sandbox": sandbox}

@@ -20,7 +20,8 @@ _HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(\d{1,5})$")
 class BotEndpoint:
     """Where a bot is: ``address`` (a gRPC target) or ``command`` (argv to start). ``archive``: the
     sha256 of the archive its files were unpacked from, when they were (the arena's bot archives);
-    the referee only records it, so a game record says which code played."""
+    the referee only records it, so a game record says which code played. ``read_only``: what its
+    sandbox shows it besides its folder (a package's runtime)."""
 
     spec: str
     address: str | None = None
@@ -28,6 +29,9 @@ class BotEndpoint:
     cwd: str | None = None
     env: tuple[tuple[str, str], ...] = field(default=())
     archive: str | None = None
+    # host paths a sandbox also shows it, read-only: its runtime's folders (a bot package's,
+    # referee/packages/); each at its own path
+    read_only: tuple[str, ...] = field(default=())
 
     @property
     def is_process(self) -> bool:
@@ -89,7 +93,7 @@ class BotEndpoint:
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (for a job queue to carry it); ``from_dict`` reads it back."""
         return {"spec": self.spec, "address": self.address, "command": list(self.command), "cwd": self.cwd,
-                "env": dict(self.env), "archive": self.archive}
+                "env": dict(self.env), "archive": self.archive, "read_only": list(self.read_only)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "BotEndpoint":
@@ -106,9 +110,12 @@ class BotEndpoint:
             archive = data.get("archive")  # absent in endpoints written before archives
             if archive is not None and not isinstance(archive, str):
                 raise EndpointError("a bot endpoint's archive is a sha256 string or null")
+            read_only = data.get("read_only", [])  # absent in endpoints written before packages
+            if not isinstance(read_only, list) or not all(isinstance(p, str) and os.path.isabs(p) for p in read_only):
+                raise EndpointError("a bot endpoint's read_only holds absolute paths")
             return cls(spec=str(data["spec"]), address=None if address is None else str(address),
                        command=tuple(command), cwd=None if data["cwd"] is None else str(data["cwd"]),
-                       env=tuple(sorted(env.items())), archive=archive)
+                       env=tuple(sorted(env.items())), archive=archive, read_only=tuple(read_only))
         except (KeyError, TypeError, AttributeError) as exc:
             raise EndpointError(f"malformed bot endpoint: {exc!r}") from None
 

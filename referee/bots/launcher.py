@@ -217,9 +217,11 @@ class Launcher(Protocol):
     """Starts a bot's process for a slot: the seam where other ways of running a bot (a sandbox)
     plug in. Today's implementation is ``LocalLauncher``."""
 
-    async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path) -> BotProcess:
+    async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path, writable: tuple[str, ...] = (),
+                     network: bool = False) -> BotProcess:
         """Start ``endpoint``'s command listening on ``address``, its output to ``log_path``;
-        OSError when it cannot be started."""
+        OSError when it cannot be started. ``writable``: folders it may write (a package's build
+        folder); ``network``: the host's network (a build the operator allows it for)."""
         ...
 
 
@@ -230,8 +232,9 @@ class LocalLauncher:
     def __init__(self, log_cap: int = DEFAULT_LOG_CAP) -> None:
         self.log_cap = log_cap
 
-    async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path) -> BotProcess:
-        process = BotProcess(endpoint, address, log_path, self.log_cap)
+    async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path, writable: tuple[str, ...] = (),
+                     network: bool = False) -> BotProcess:
+        process = BotProcess(endpoint, address, log_path, self.log_cap)  # no sandbox: it may write and reach anything
         await process.start()
         return process
 

@@ -11,12 +11,12 @@ import tomllib
 from ..bots.launcher import Launcher
 from ..errors import UsageError
 from ..sandbox import MODES, SandboxSettings, SandboxSettingsError, make_launcher
+from ..sandbox.settings import PATH_SETTINGS  # a relative path in them: from the tournament file's folder
 from .files import read_text_file
 
 MAX_TOURNAMENT_FILE_BYTES = 1 << 20
 FLAGS = {"--memory": "memory_mib", "--processes": "processes", "--cpus": "cpus", "--log-cap": "log_cap_mib",
          "--read-only": "read_only paths", "--private": "private paths"}
-PATH_KEYS = ("read_only", "private")  # [sandbox] keys holding paths: a relative one is from the file's folder
 
 
 def add_sandbox_args(p: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def settings_from_args(args: argparse.Namespace) -> SandboxSettings:
         if not isinstance(table, dict):
             raise UsageError(f"{args.sandbox_from}: sandbox must be a table ([sandbox] section)")
         folder = os.path.dirname(os.path.abspath(args.sandbox_from))
-        table = {**table, **{key: [os.path.join(folder, p) for p in table[key]] for key in PATH_KEYS
+        table = {**table, **{key: [os.path.join(folder, p) for p in table[key]] for key in PATH_SETTINGS
                              if isinstance(table.get(key), list) and all(isinstance(p, str) for p in table[key])}}
         settings = SandboxSettings.from_table(table, where=f"{args.sandbox_from}: [sandbox]")
     extra = tuple(os.path.abspath(p) for p in args.read_only) if args.read_only else None

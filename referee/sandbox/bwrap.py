@@ -40,6 +40,8 @@ class BwrapPlan:
     tmp_bytes: int
     as_root: bool  # the referee is root: no user namespace, setpriv takes the bot's uid
     seccomp_fd: int | None = None  # where bwrap reads the bot's system-call filter (referee/sandbox/seccomp.py)
+    writable: tuple[str, ...] = ()  # bound read-write over what is shown (a package's build folder)
+    network: bool = False  # the host's network (a package's build, when the operator allows it); never a bot's
 
 
 def _visible(path: str, mounted: list[str]) -> bool:
@@ -54,7 +56,8 @@ def _parents(path: str) -> list[str]:
 
 def bwrap_argv(plan: BwrapPlan) -> list[str]:
     """The argv that runs ``plan.command`` in its sandbox."""
-    args = [plan.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    args = [plan.bwrap, "--unshare-pid", *([] if plan.network else ["--unshare-net"]), "--unshare-ipc",
+            "--unshare-uts", "--unshare-cgroup-try"]
     if not plan.as_root:
         args += ["--unshare-user", "--disable-userns"]
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -97,6 +100,10 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
     for path in plan.read_only:
         make(os.path.dirname(path))
         args += ["--ro-bind", path, path]
+        mounted.append(path)
+    for path in plan.writable:  # after the read-only ones: over them
+        make(os.path.dirname(path))
+        args += ["--bind", path, path]
         mounted.append(path)
     make(os.path.dirname(SOCKET_MOUNT))
     args += ["--bind", plan.socket_folder, SOCKET_MOUNT]

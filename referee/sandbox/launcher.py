@@ -44,9 +44,11 @@ class SandboxLauncher:
         self.machine = machine
         self.notes: list[tuple[str, str]] = []  # (log file, what was limited) of the bots it started
 
-    async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path) -> BotProcess:
+    async def launch(self, endpoint: BotEndpoint, address: str, log_path: Path, writable: tuple[str, ...] = (),
+                     network: bool = False) -> BotProcess:
         finish_abandoned()
-        process = SandboxedProcess(endpoint, address, log_path, self.settings, self.mode, self.machine, self.note)
+        process = SandboxedProcess(endpoint, address, log_path, self.settings, self.mode, self.machine, self.note,
+                                   writable, network)
         try:
             await process.start()
         except BaseException:

@@ -61,8 +61,11 @@ class SandboxedProcess(BotProcess):
     each limit it reached, once it has stopped."""
 
     def __init__(self, endpoint: BotEndpoint, address: str, log_path: Path, settings: SandboxSettings, mode: str,
-                 machine: Machine, note: Callable[[str, str], None]) -> None:
+                 machine: Machine, note: Callable[[str, str], None], writable: tuple[str, ...] = (),
+                 network: bool = False) -> None:
         super().__init__(endpoint, address, log_path, settings.log_cap_bytes)
+        self.writable = writable  # folders it may write (a package's build folder), given to its uid
+        self.network = network  # the host's network (a build the operator lets reach it)
         self.settings = settings
         self.mode = mode
         self.machine = machine
@@ -106,6 +109,8 @@ class SandboxedProcess(BotProcess):
         uid = self.uid.uid if self.uid else os.getuid()
         if self.uid is not None:
             os.chown(socket_folder, uid, uid)
+            for folder in self.writable:
+                give_tree(Path(folder), uid)
         socket_folder.chmod(0o700)
         env = self._environment(view)
         inner = [*prlimit_argv(tools["prlimit"] or "prlimit", self.rlimits)]
@@ -119,9 +124,10 @@ class SandboxedProcess(BotProcess):
                 self.pass_fds = (program_fd(code),)  # start() hands it to bwrap and closes it
             plan = BwrapPlan(bwrap=tools["bwrap"] or "bwrap", command=(*inner, *view.argv), cwd=view.cwd,
                              env=tuple(sorted(env.items())), system=tuple(system_entries()),
-                             etc=tuple(etc_entries()), read_only=view.read_only, socket_folder=str(socket_folder),
-                             tmp_bytes=settings.tmp_mib * MIB, as_root=machine.as_root,
-                             seccomp_fd=self.pass_fds[0] if self.pass_fds else None)
+                             etc=tuple(etc_entries(self.network)), read_only=view.read_only,
+                             socket_folder=str(socket_folder), tmp_bytes=settings.tmp_mib * MIB,
+                             as_root=machine.as_root, seccomp_fd=self.pass_fds[0] if self.pass_fds else None,
+                             writable=self.writable, network=self.network)
             argv, outer_env, cwd = bwrap_argv(plan), {"PATH": DEFAULT_PATH}, "/"
         else:  # "limits": the host's file system and network, its own uid (root), limits, a clean environment
             home = socket_folder / "home"
@@ -273,6 +279,15 @@ class SandboxedProcess(BotProcess):
 
     def described_command(self) -> str:
         return shlex.join(self.view.argv) if self.view else shlex.join(self.endpoint.command)
+
+
+def give_tree(folder: Path, uid: int) -> None:
+    """Make ``folder`` and everything in it ``uid``'s (its user and group), not following links:
+    a build's folder for the build's uid, and back to the referee's after it."""
+    os.lchown(folder, uid, uid)
+    for top, dirs, files in os.walk(folder):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(top, name), uid, uid)
 
 
 def _descendants(pid: int) -> set[int]:

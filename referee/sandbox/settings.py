@@ -45,7 +45,16 @@ RANGES: dict[str, tuple[float, float]] = {
     "log_cap_mib": (0.0625, 1 << 20),
     "uid_first": (1000, 2**32 - 2),
     "uid_count": (1, 1 << 24),
+    "build_memory_mib": (32, 1 << 20),
+    "build_processes": (8, 1 << 16),
+    "build_cpus": (0.01, 1024),
+    "build_time_s": (1, 86_400),
+    "build_log_mib": (0.0625, 1 << 20),
+    "build_size_mib": (1, 1 << 20),
+    "build_tmp_mib": (1, 1 << 20),
 }
+FLOAT_SETTINGS = ("cpus", "log_cap_mib", "build_cpus", "build_log_mib")
+PATH_SETTINGS = ("read_only", "private", "build_sources")
 
 
 def pass_env_from_environment() -> tuple[str, ...]:
@@ -80,6 +89,17 @@ class SandboxSettings:
     pass_env: tuple[str, ...] = ()  # names of the referee's environment variables it also gets
     uid_first: int = 800_000  # the uids bots run as when the referee is root: uid_first ...
     uid_count: int = 10_000  # ... uid_first + uid_count - 1, one per running bot
+    # a bot package's build (referee/packages/build.py): once per package version, in the same
+    # sandbox as its bot with its folder writable, and limits of its own (a compiler needs more)
+    build_memory_mib: int = 2048
+    build_processes: int = 512
+    build_cpus: float = 2.0
+    build_time_s: int = 600  # wall time: then it is stopped, and fails
+    build_log_mib: float = 1.0  # of its output kept (the owner sees its end)
+    build_size_mib: int = 1024  # the package's folder after the build, at most (and the largest file)
+    build_tmp_mib: int = 1024  # its private /tmp
+    build_network: bool = False  # the host's network for builds (pip or npm from the internet); never for bots
+    build_sources: tuple[str, ...] = ()  # host folders builds may read: wheels, npm tarballs (CASINO_BUILD_SOURCES)
 
     def __post_init__(self) -> None:
         errors = self.problems()
@@ -94,14 +114,16 @@ class SandboxSettings:
         for name, (low, high) in RANGES.items():
             value = getattr(self, name)
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if name in ("cpus", "log_cap_mib"):
+            if name in FLOAT_SETTINGS:
                 ok = number and math.isfinite(value) and low <= value <= high
             else:
                 ok = number and isinstance(value, int) and low <= value <= high
             if not ok:
-                kind = "a number" if name in ("cpus", "log_cap_mib") else "a whole number"
+                kind = "a number" if name in FLOAT_SETTINGS else "a whole number"
                 errors.append(f"sandbox {name} must be {kind} from {_number(low)} to {_number(high)}, not {value!r}")
-        for name in ("read_only", "private"):
+        if not isinstance(self.build_network, bool):
+            errors.append(f"sandbox build_network must be true or false, not {self.build_network!r}")
+        for name in PATH_SETTINGS:
             paths = getattr(self, name)
             if not isinstance(paths, tuple) or not all(isinstance(p, str) for p in paths):
                 errors.append(f"sandbox {name} must be a list of paths")
@@ -113,6 +135,14 @@ class SandboxSettings:
                 isinstance(n, str) and _ENV_NAME.fullmatch(n) for n in self.pass_env):
             errors.append(f"sandbox pass_env must be environment variable names, not {self.pass_env!r}")
         return errors
+
+    def for_build(self) -> SandboxSettings:
+        """The settings a package's build runs under: these, with the build's own limits, and its
+        sources among what it may read."""
+        return dataclasses.replace(self, memory_mib=self.build_memory_mib, processes=self.build_processes,
+                                   cpus=self.build_cpus, tmp_mib=self.build_tmp_mib, log_cap_mib=self.build_log_mib,
+                                   file_size_mib=max(self.file_size_mib, self.build_size_mib),
+                                   read_only=(*self.read_only, *self.build_sources))
 
     @property
     def log_cap_bytes(self) -> int:
@@ -139,14 +169,12 @@ class SandboxSettings:
         for key, value in table.items():
             if key not in known:
                 continue
-            if key in ("read_only", "private", "pass_env"):
+            if key in (*PATH_SETTINGS, "pass_env"):
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     errors.append(f"{where} {key}: must be a list of strings")
                     continue
                 value = tuple(value)
-            if key == "cpus" and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            if key == "log_cap_mib" and isinstance(value, int) and not isinstance(value, bool):
+            if key in FLOAT_SETTINGS and isinstance(value, int) and not isinstance(value, bool):
                 value = float(value)
             values[key] = value
         if errors:

@@ -12,7 +12,7 @@ read-only folders; nothing else of the host (docs/sandbox.md, "What a bot sees")
 - The system: ``/usr`` and the ``/bin``, ``/sbin``, ``/lib*`` links or folders, and a short list
   of ``/etc`` entries an interpreter needs (``ETC_ENTRIES``); never shadow, ssh, or package
   manager credentials.
-- The settings' ``read_only`` paths.
+- The settings' ``read_only`` paths, and the endpoint's (a bot package's runtime, referee/packages/).
 
 No path shown may hold a private path (``shown_problem``): the referee's logs and sockets, the
 arena's database, logs and archive cache, the settings' ``private`` paths; nor lie inside one,
@@ -176,7 +176,7 @@ def bot_view(endpoint: BotEndpoint, extra: Iterable[str], environ: Mapping[str, 
     program_dir = os.path.dirname(program)
     path_env = DEFAULT_PATH if under_system(program_dir) else f"{program_dir}:{DEFAULT_PATH}"
     return BotView(argv=argv, cwd=cwd, runtime=tuple(runtime),
-                   extra=tuple(os.path.normpath(p) for p in extra), path_env=path_env)
+                   extra=tuple(os.path.normpath(p) for p in (*extra, *endpoint.read_only)), path_env=path_env)
 
 
 def system_entries() -> list[tuple[str, str | None]]:
@@ -190,9 +190,10 @@ def system_entries() -> list[tuple[str, str | None]]:
     return entries
 
 
-def etc_entries() -> list[str]:
-    """The /etc entries of ``ETC_ENTRIES`` there are here."""
-    return [f"/etc/{name}" for name in ETC_ENTRIES if os.path.lexists(f"/etc/{name}")]
+def etc_entries(network: bool = False) -> list[str]:
+    """The /etc entries of ``ETC_ENTRIES`` there are here (with the network, its resolver's too)."""
+    names = (*ETC_ENTRIES, "resolv.conf") if network else ETC_ENTRIES
+    return [f"/etc/{name}" for name in names if os.path.lexists(f"/etc/{name}")]
 
 
 def shown_problem(view: BotView, private: Iterable[tuple[str, str]]) -> str | None:

@@ -1,0 +1,103 @@
+"""A package's folder on disk: its digest (the same tree, the same digest, on any machine), a
+checked archive unpacked into one, made read-only for every uid, and removed. The arena's archive
+cache (arena/play/archives.py) and the package builds (build.py) share these."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import shutil
+import stat
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from .archive import ArchiveError, open_archive
+
+TREE_FORMAT = "royal-casino-archive-tree 1"
+# Readable by the sandbox's per-bot uids, and read-only for everyone: a bot (or an interpreter's
+# byte-code cache) cannot change the copy that the next game starts from.
+FOLDER_MODE, FILE_MODE, PROGRAM_MODE = 0o555, 0o444, 0o555
+
+
+def tree_digest(folder: Path) -> str:
+    """A digest of a folder's tree: every path, its kind, whether a file is executable, and each
+    file's sha256 or link's target; the same for the same archive on any machine. A file's hard
+    links share its inode, so it is hashed once (an archive may hold 9,999 links to a 63 MiB file,
+    which adds nothing to its unpacked size: hashed once each, that was 620 GB to read)."""
+    lines = [TREE_FORMAT]
+    hashed: dict[tuple[int, int], str] = {}  # by inode: hard links to one file are read once, not once each
+    for path in walk(folder):
+        relative = path.relative_to(folder).as_posix()
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            lines.append(f"l {relative!r} {os.readlink(path)!r}")
+        elif stat.S_ISDIR(info.st_mode):
+            lines.append(f"d {relative!r}")
+        elif stat.S_ISREG(info.st_mode):
+            inode = (info.st_dev, info.st_ino)
+            if inode not in hashed:
+                hashed[inode] = _file_sha256(path)
+            lines.append(f"f {relative!r} {'x' if info.st_mode & 0o100 else '-'} {hashed[inode]}")
+        else:
+            lines.append(f"? {relative!r}")  # nothing unpacks one: a sign of tampering
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest() + "\n"
+
+
+def walk(folder: Path) -> Iterator[Path]:
+    for top, dirs, files in os.walk(folder):
+        dirs.sort()
+        base = Path(top)
+        for name in sorted([*dirs, *files]):
+            yield base / name
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def open_up(folder: Path) -> None:
+    """Folders r-x and files r-- for all, programs keeping their x bits (a root arena's bots run as
+    other uids); the folders last, while they can still be written."""
+    folders = [folder]
+    for path in walk(folder):
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode):
+            folders.append(path)
+        elif stat.S_ISREG(info.st_mode):
+            path.chmod(PROGRAM_MODE if info.st_mode & 0o100 else FILE_MODE)
+    for path in reversed(folders):
+        path.chmod(FOLDER_MODE)
+
+
+def remove_tree(folder: Path) -> None:
+    """Delete a folder of the cache, read-only folders included (best effort: a leftover is only space)."""
+    for top, dirs, _ in os.walk(folder):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(top, name), 0o700)
+    with contextlib.suppress(OSError):
+        folder.chmod(0o700)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+
+
+def unpack(content: bytes, folder: Path) -> None:
+    """Unpack archive ``content`` (checked again here: it may come from anywhere) into the empty
+    ``folder``, read-only for everyone (``open_up``); ArchiveError when it cannot be."""
+    if not hasattr(tarfile, "data_filter"):  # Python 3.11.4+; the filter is the unpacker's second line
+        raise ArchiveError("unpacking bot archives needs Python 3.11.4 or later (tarfile's data filter)")
+    _, tar_bytes = open_archive(content)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+            tar.extractall(folder, filter="data")
+    except tarfile.TarError as exc:
+        raise ArchiveError(f"cannot be unpacked: {exc}") from None
+    open_up(folder)
