@@ -66,8 +66,8 @@ def _instrument() -> None:
 
 def tournament_file(folder: Path, games_per_pairing: int, concurrency: int, database: str | None) -> Path:
     py = sys.executable
-    bots = [(f"random{i}", f"{py} {ROOT / 'sample_bots/python/random_bot.py'}", {"CASINO_BOT_SEED": str(i)}) for i in range(3)]
-    bots += [(f"greedy{i}", f"{py} {ROOT / 'sample_bots/python/greedy_bot.py'}", {}) for i in range(3)]
+    bots = [(f"random{i}", f"{py} {ROOT / 'sample_bots/random/random_bot.py'}", {"CASINO_BOT_SEED": str(i)}) for i in range(3)]
+    bots += [(f"greedy{i}", f"{py} {ROOT / 'sample_bots/greedy/greedy_bot.py'}", {}) for i in range(3)]
     lines = ['name = "bench"', "players = 2", f"games_per_pairing = {games_per_pairing}", f"concurrency = {concurrency}",
              "seed = 11"]
     if database:

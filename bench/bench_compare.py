@@ -32,7 +32,9 @@ RECIPE = ["--margin1", "1", "--max-units", "100"]  # docs/statistics.md, "As a C
 def one_run(tree: Path, candidate: str, baseline: str, seed: int, move_time: int,
             concurrency: int | None) -> dict[str, Any]:
     """One whole `arena compare` process of ``tree``'s code: wall time, pairs, status."""
-    bot = lambda name: f"{sys.executable} {tree / 'sample_bots/python' / f'{name}_bot.py'}"  # noqa: E731
+    def bot(name: str) -> str:  # a sample bot in its package's folder (in older trees, beside the SDK)
+        script = tree / "sample_bots" / name / f"{name}_bot.py"
+        return f"{sys.executable} {script if script.exists() else tree / 'sample_bots/python' / f'{name}_bot.py'}"
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
         report_path = Path(tmp) / "report.json"
         command = [sys.executable, "-m", "arena.cli", "compare", "--candidate", bot(candidate), "--baseline",

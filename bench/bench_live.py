@@ -91,7 +91,7 @@ def delay(games: int, move_ms: int) -> None:
         db = f"sqlite:///{tmp}/live.db"
         sleepy = shlex.join([sys.executable, str(ROOT / "tests/bots/scripted_bot.py"), "sleep", "--after", "1",
                              "--ms", str(move_ms)])
-        greedy = shlex.join([sys.executable, str(ROOT / "sample_bots/python/greedy_bot.py")])
+        greedy = shlex.join([sys.executable, str(ROOT / "sample_bots/greedy/greedy_bot.py")])
         path = Path(tmp) / "live.toml"
         path.write_text("\n".join([
             'name = "live-bench"', "players = 2", f"games_per_pairing = {games}", "duplicate = false", "seed = 3",

@@ -37,7 +37,8 @@ def tournament_file(folder: Path, move_ms: int, concurrency: int, games_per_pair
     lines = ['name = "lookahead-clock"', "players = 2", f"games_per_pairing = {games_per_pairing}",
              f"concurrency = {concurrency}", f"seed = {seed}", "[time]", f"move_ms = {move_ms}"]
     for i, kind in enumerate(BOTS):
-        command = f"{py} {bots_dir / f'{kind}_bot.py'}"
+        script = bots_dir / kind / f"{kind}_bot.py"
+        command = f"{py} {script if script.exists() else bots_dir / f'{kind}_bot.py'}"
         if kind == "lookahead" and fraction is not None:
             command += f" --time-fraction {fraction}"
         lines += ["[[bots]]", f'name = "{kind}{i}"', f"command = {json.dumps(command)}",
@@ -95,8 +96,9 @@ def main() -> int:
     parser.add_argument("--games-per-pairing", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--fraction", type=float, default=None, help="the lookahead bots' --time-fraction")
-    parser.add_argument("--bots-dir", type=Path, default=ROOT / "sample_bots" / "python",
-                        help="where the sample bots are (e.g. an older version's copy, to compare)")
+    parser.add_argument("--bots-dir", type=Path, default=ROOT / "sample_bots",
+                        help="where the sample bots are (sample_bots/, each in NAME/NAME_bot.py; an older version's "
+                             "sample_bots/python, with every bot beside the SDK, to compare)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs; bots {', '.join(BOTS)}; move_ms {args.move_ms}, concurrency {args.concurrency}, "
           f"{15 * args.games_per_pairing} games a run")

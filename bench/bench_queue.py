@@ -296,15 +296,15 @@ class DatabaseCpu:
 
 def sample_tournament(path: Path, url: str, games_per_pairing: int, seed: int) -> None:
     """Six sample bots (three random, three greedy), 2 players, concurrency = cores."""
-    py, bots = sys.executable, ROOT / "sample_bots" / "python"
+    py, bots = sys.executable, ROOT / "sample_bots"
     lines = [f'name = "{NAME}"', "players = 2", f"games_per_pairing = {games_per_pairing}",
              f"concurrency = {os.cpu_count() or 1}", f"seed = {seed}", f"database = {json.dumps(url)}",
              "[time]", "move_ms = 2000", "startup_ms = 30000"]
     for i in range(3):
-        lines += ["[[bots]]", f'name = "random{i}"', f"command = {json.dumps(shlex.join([py, str(bots / 'random_bot.py')]))}",
+        lines += ["[[bots]]", f'name = "random{i}"', f"command = {json.dumps(shlex.join([py, str(bots / 'random' / 'random_bot.py')]))}",
                   f'env = {{ CASINO_BOT_SEED = "{i + 1}" }}']
     for i in range(3):
-        lines += ["[[bots]]", f'name = "greedy{i}"', f"command = {json.dumps(shlex.join([py, str(bots / 'greedy_bot.py')]))}"]
+        lines += ["[[bots]]", f'name = "greedy{i}"', f"command = {json.dumps(shlex.join([py, str(bots / 'greedy' / 'greedy_bot.py')]))}"]
     path.write_text("\n".join(lines) + "\n")
 
 

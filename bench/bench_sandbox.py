@@ -119,8 +119,8 @@ async def match_per_play(launcher: Launcher, games: int, folder: Path) -> float:
 def tournament(mode: str, games_per_pairing: int, folder: Path) -> float:
     """Games/s of a 4-bot round robin (2 random, 2 greedy sample bots), start-up included."""
     py = sys.executable
-    bots = [(f"random{i}", f"{py} {ROOT / 'sample_bots/python/random_bot.py'}") for i in range(2)]
-    bots += [(f"greedy{i}", f"{py} {ROOT / 'sample_bots/python/greedy_bot.py'}") for i in range(2)]
+    bots = [(f"random{i}", f"{py} {ROOT / 'sample_bots/random/random_bot.py'}") for i in range(2)]
+    bots += [(f"greedy{i}", f"{py} {ROOT / 'sample_bots/greedy/greedy_bot.py'}") for i in range(2)]
     lines = ['name = "bench"', f"games_per_pairing = {games_per_pairing}", "concurrency = 2", "seed = 3",
              "[time]", "move_ms = 2000", "[sandbox]", f'mode = "{mode}"']
     for name, command in bots:

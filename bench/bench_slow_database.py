@@ -59,7 +59,8 @@ def main() -> int:
             lines = ['name = "slow-db"', "players = 2", f"games_per_pairing = {args.games_per_pairing}",
                      "concurrency = 2", f"seed = {k + 1}", "[time]", "move_ms = 2000"]
             for i, kind in enumerate(("random", "random", "greedy", "greedy")):
-                command = f"{sys.executable} {bots_dir / (kind + '_bot.py')}"
+                script = args.code / "sample_bots" / kind / f"{kind}_bot.py"  # else beside the SDK (older code)
+                command = f"{sys.executable} {script if script.exists() else bots_dir / (kind + '_bot.py')}"
                 lines += ["[[bots]]", f'name = "{kind}{i}"', f"command = {json.dumps(command)}",
                           f'env = {{ CASINO_BOT_SEED = "{i}" }}']
             path = Path(tmp) / "slow.toml"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "sample_bots" / "python"))
+sys.path[:0] = [str(ROOT / "sample_bots" / name) for name in ("random", "greedy", "lookahead")]
 
 from greedy_bot import GreedyBot  # noqa: E402
 from lookahead_bot import LookaheadBot  # noqa: E402

@@ -29,7 +29,7 @@ from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "sample_bots" / "python"))
+sys.path[:0] = [str(ROOT / "sample_bots" / name) for name in ("random", "greedy", "lookahead")]
 
 from google.protobuf import json_format
 from greedy_bot import greedy_index

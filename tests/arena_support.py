@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from arena.store.store import Store
+from tests.conftest import sample_bot_path
 from tests.support import run_arena  # noqa: F401  (one helper for every test module; re-exported)
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE_BOTS = ROOT / "sample_bots" / "python"
 MARKER_ENV = "ARENA_TEST_MARKER"  # given to every bot of a test's tournament, to find its processes
 
 
 def sample_bot_command(script: str) -> str:
     """The command line of a sample Python bot (``random_bot.py``, ``greedy_bot.py``, ...)."""
-    return shlex.join([sys.executable, str(SAMPLE_BOTS / script)])
+    return shlex.join([sys.executable, str(sample_bot_path(script))])
 
 
 def new_marker() -> str:

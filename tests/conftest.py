@@ -47,6 +47,12 @@ if os.geteuid() == 0 and not ROOT.stat().st_mode & 0o005 == 0o005:
     ROOT.chmod(ROOT.stat().st_mode | 0o005)
 SCRIPTED_BOT = ROOT / "tests" / "bots" / "scripted_bot.py"
 NODE_BOT_DIR = ROOT / "sample_bots" / "node"
+
+
+def sample_bot_path(script: str) -> Path:
+    """A sample Python bot's script (``random_bot.py``, ``greedy_bot.py``, ``lookahead_bot.py``) in
+    its package's folder, sample_bots/<name>/."""
+    return ROOT / "sample_bots" / script.removesuffix("_bot.py") / script
 BOT_PATTERNS = ("scripted_bot.py", "referee.bots.builtin")
 NPM_CI_TIMEOUT_S = 300
 

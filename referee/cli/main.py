@@ -160,6 +160,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.games, args.move_time, args.seed)
 
 
+def cmd_runtimes(args: argparse.Namespace) -> int:
+    """What ``referee runtimes`` prints: every runtime a package may name here."""
+    import json
+
+    from ..packages.runtimes import describe, install_node_packages
+    from .sandbox_args import runtimes_from_args
+
+    if args.install and (problem := install_node_packages()) is not None:
+        print(f"referee: warning: the node runtime's packages: {problem}", file=sys.stderr)
+    runtimes = runtimes_from_args(args)
+    if args.format == "json":
+        print(json.dumps({"runtimes": [r.to_dict() for r in runtimes.values()]}, indent=2))
+    else:
+        print("\n".join(describe(runtimes)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .health import add_health_args, cmd_health
     from .match import add_match_args, cmd_check, cmd_match
@@ -192,7 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_match)
 
     p = sub.add_parser("check", help="conformance check of a bot: games against itself and a random bot")
-    p.add_argument("--bot", action="append", required=True, metavar="CMD_OR_ADDR", help="the bot to check")
+    p.add_argument("package", nargs="?", metavar="PACKAGE",
+                   help="the bot package to check (a folder with bot.toml, or a .tar.gz): built and run as a "
+                        "server would (docs/packages.md); or give --bot")
+    p.add_argument("--bot", action="append", metavar="CMD_OR_ADDR_OR_PACKAGE", help="the bot to check")
     add_match_args(p, bots=False,
                    logs_help="keep the bot logs here (default: not kept; a failing check prints their end)")
     add_sandbox_args(p)
@@ -211,6 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--move-time", type=int, default=200, metavar="MS", help="per-move limit (default 200)")
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("runtimes", help="the runtimes bot packages may name here: versions, packages, what "
+                                        "their bots see (docs/packages.md)")
+    p.add_argument("--sandbox-from", metavar="TOURNAMENT_FILE",
+                   help="with the runtimes of this tournament file's [runtimes] tables")
+    p.add_argument("--install", action="store_true",
+                   help="install what the default runtimes need first (the node runtime's packages: npm ci)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=cmd_runtimes)
 
     p = sub.add_parser("health", help="one gRPC health check of a Referee service or a bot: exit 0 when SERVING")
     add_health_args(p)

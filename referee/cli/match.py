@@ -7,10 +7,12 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import shlex
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import TextIO
 
 from casino.v1 import game_pb2
 
@@ -26,7 +28,7 @@ from ..rules import RuleOptions, parse_deck
 from ..rules.errors import RulesError
 from ..sandbox import SandboxLauncher
 from .files import make_folder, read_text_file
-from .sandbox_args import launcher_from_args
+from .sandbox_args import launcher_from_args, runtimes_from_args, settings_from_args
 
 F = game_pb2.FailureKind
 LOG_TAIL_LINES = 15  # of a failing bot's log, printed by a check that does not keep the logs
@@ -67,9 +69,9 @@ def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
     p.add_argument("-v", "--verbose", action="store_true", help="log every game and failure to stderr")
 
 
-def spec_from_args(args: argparse.Namespace, bots: list[str]) -> MatchSpec:
+def spec_from_args(args: argparse.Namespace, bots: list[str | BotEndpoint]) -> MatchSpec:
     try:
-        endpoints = [BotEndpoint.parse(b) for b in bots]
+        endpoints = [b if isinstance(b, BotEndpoint) else BotEndpoint.parse(b) for b in bots]
         players = args.players or len(endpoints)
         if len(endpoints) != players:
             raise UsageError(f"{players} players need {players} --bot options, got {len(endpoints)}")
@@ -146,10 +148,37 @@ def summary_lines(report: MatchReport) -> list[str]:
     return lines
 
 
+def package_bots(args: argparse.Namespace, specs: list[str], out: TextIO = sys.stdout) -> list[str | BotEndpoint]:
+    """``specs`` with each bot package (referee/packages/load.py) built and made an endpoint, as a
+    server would (its runtimes: ``--sandbox-from``'s); a line on ``out`` per package. BuildFailed
+    (with its log's end) when a build fails."""
+    from ..packages.load import Packages, is_package
+
+    if not any(is_package(spec) for spec in specs):
+        return list(specs)
+    packages = Packages(settings_from_args(args), runtimes_from_args(args))
+    made: dict[str, BotEndpoint] = {}
+
+    async def make(spec: str) -> BotEndpoint:
+        if spec not in made:
+            bot = await packages.bot_from_path(spec)
+            how = ("no build step" if bot.built is None else "found built" if bot.built.cached
+                   else f"built in {bot.built.seconds:.1f} s")
+            out.write(f"package {spec}: runtime {bot.runtime.name}, {how}; runs {shlex.join(bot.manifest.run)} "
+                      f"in {bot.endpoint.cwd}\n")
+            made[spec] = bot.endpoint
+        return made[spec]
+
+    async def make_all() -> list[str | BotEndpoint]:
+        return [await make(spec) if is_package(spec) else spec for spec in specs]
+
+    return asyncio.run(make_all())
+
+
 def cmd_match(args: argparse.Namespace) -> int:
     from ..match.run import run_match  # gRPC: for the commands that play, not for `referee --help`
 
-    spec = spec_from_args(args, args.bot)
+    spec = spec_from_args(args, package_bots(args, args.bot))
     launcher = launcher_from_args(args)
     _logging(args.verbose, args.log_format)
     report = asyncio.run(run_match(spec, launcher=launcher))
@@ -170,8 +199,13 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
             text = f.read().decode("utf-8", errors="replace")
     except OSError as exc:
         return [f"(cannot read {path.name}: {exc.strerror})"]
-    tail = text.splitlines()[-lines:]
-    safe = ["".join(c if c.isprintable() else repr(c)[1:-1] for c in line) for line in tail]
+    return safe_lines(text.splitlines()[-lines:])
+
+
+def safe_lines(lines: list[str]) -> list[str]:
+    """Lines of a bot's (or a build's) output made safe to print: control characters escaped (it
+    must not drive the terminal), long lines cut."""
+    safe = ["".join(c if c.isprintable() else repr(c)[1:-1] for c in line) for line in lines]
     return [line if len(line) <= LOG_LINE_CHARS else line[:LOG_LINE_CHARS] + " ..." for line in safe]
 
 
@@ -180,12 +214,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     3 or 4: in every seat, then in one seat beside random bots). The bot logs
     go to ``--logs DIR`` when given, else to a temporary folder removed at the end (a failing
     check prints the last lines of the failing bot's logs first)."""
+    from ..packages.build import BuildFailed
+
     random_bot = f"{sys.executable} -m referee.bots.builtin --seed {args.seed}"
-    if len(args.bot) != 1:
-        raise UsageError("check takes exactly one --bot")
-    candidate, players = args.bot[0], args.players or 2
+    given = [*([args.package] if args.package else []), *(args.bot or [])]
+    if len(given) != 1:
+        raise UsageError("check takes exactly one bot: a PACKAGE, or one --bot")
+    name, players = given[0], args.players or 2
     if args.individuals and players != 4:
         raise UsageError("--individuals is for 4 players (--players 4)")
+    try:
+        (candidate,) = package_bots(args, [name])
+    except BuildFailed as failed:  # the check's verdict: the package cannot be played
+        print(f"checking {name}")
+        print("\nthe end of the build's log:")
+        print("\n".join(f"  | {line}" for line in safe_lines(failed.log_tail.splitlines()[-LOG_TAIL_LINES:]))
+              or "  (empty)")
+        print(f"\nNOT CLEAN: {failed}")
+        return 1
     opponents = "bot" if players == 2 else "bots"
     # both matches' options are checked before anything is printed or started; with 3 or 4
     # players, the bot fills every seat, then one seat beside built-in random bots
@@ -201,14 +247,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _check(args, candidate, matches, Path(logs), False, launcher)
 
 
-def _check(args: argparse.Namespace, candidate: str, matches: list[tuple[str, list[int], MatchSpec]], logs: Path,
+def _check(args: argparse.Namespace, candidate: str | BotEndpoint, matches: list[tuple[str, list[int], MatchSpec]], logs: Path,
            kept: bool, launcher: Launcher) -> int:
     """Play each (title, the checked bot's indices, spec) match and report on the checked bot's seats."""
     from ..match.run import run_match  # gRPC: for the commands that play, not for `referee --help`
 
     problems: list[str] = []
     failing_logs: list[tuple[str, Path]] = []  # (which match, log) of the checked bot's failing processes
-    print(f"checking {candidate}")
+    print(f"checking {candidate.spec if isinstance(candidate, BotEndpoint) else candidate}")
     print("\n".join(sandbox_lines(launcher, matches[0][2].bots[0])))
     limited: list[str] = []  # what the sandbox limited of the checked bot
     for title, checked, spec in matches:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import argparse
 import os
 import tomllib
+from pathlib import Path
 
 from ..bots.launcher import Launcher
+from ..packages.runtimes import Runtime
 from ..errors import UsageError
 from ..sandbox import MODES, SandboxSettings, SandboxSettingsError, make_launcher
 from ..sandbox.settings import PATH_SETTINGS  # a relative path in them: from the tournament file's folder
@@ -62,6 +64,21 @@ def settings_from_args(args: argparse.Namespace) -> SandboxSettings:
         for flag, name in FLAGS.items():
             lines = [line.replace(f"{name} must", f"{flag} must") for line in lines]
         raise SandboxSettingsError(*lines) from None
+
+
+def runtimes_from_args(args: argparse.Namespace) -> dict[str, Runtime]:
+    """The runtimes packages may name: the defaults, with ``--sandbox-from``'s ``[runtimes]``."""
+    from ..packages.runtimes import runtimes_from_table
+
+    if not getattr(args, "sandbox_from", None):
+        return runtimes_from_table(None, Path.cwd())
+    text = read_text_file(args.sandbox_from, "tournament file", MAX_TOURNAMENT_FILE_BYTES)
+    try:
+        table = tomllib.loads(text).get("runtimes")
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"tournament file {args.sandbox_from} is not TOML: {exc}") from None
+    return runtimes_from_table(table, Path(os.path.abspath(args.sandbox_from)).parent,
+                               where=f"{args.sandbox_from}: [runtimes]")
 
 
 def launcher_from_args(args: argparse.Namespace) -> Launcher:

@@ -184,7 +184,7 @@ def describe(runtimes: Mapping[str, Runtime]) -> list[str]:
     lines: list[str] = []
     for runtime in runtimes.values():
         lines.append(f"{runtime.name}: {runtime.description}")
-        offers = list(runtime.offers) or _probed(runtime)
+        offers = [*_probed(runtime), *runtime.offers]
         if offers:
             lines.append(f"  offers: {', '.join(offers)}")
         if runtime.folders:
@@ -238,6 +238,8 @@ def _node_package_version(folder: Path) -> str:
 
 def _probed(runtime: Runtime) -> list[str]:
     """The versions of a default runtime's tools here (for ``describe``)."""
+    if runtime.folders and runtime.name == "node" and not str(NODE_FOLDER) in runtime.folders:
+        return []  # the operator's node: what its offers say
     if runtime.name == "node":
         return [v for v in [_first_line(["node", "--version"], "Node.js ")] if v]
     if runtime.name == "native":

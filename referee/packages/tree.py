@@ -1,10 +1,11 @@
-"""A package's folder on disk: its digest (the same tree, the same digest, on any machine), a
-checked archive unpacked into one, made read-only for every uid, and removed. The arena's archive
+"""A package's folder on disk: its digest (the same tree, the same digest, on any machine), packed
+into an archive, a checked archive unpacked into one, made read-only for every uid, and removed. The arena's archive
 cache (arena/play/archives.py) and the package builds (build.py) share these."""
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import io
 import os
@@ -14,7 +15,7 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .archive import ArchiveError, open_archive
+from .archive import MAX_UNPACKED_BYTES, ArchiveError, open_archive
 
 TREE_FORMAT = "royal-casino-archive-tree 1"
 # Readable by the sandbox's per-bot uids, and read-only for everyone: a bot (or an interpreter's
@@ -101,3 +102,48 @@ def unpack(content: bytes, folder: Path) -> None:
     except tarfile.TarError as exc:
         raise ArchiveError(f"cannot be unpacked: {exc}") from None
     open_up(folder)
+
+
+SKIPPED = frozenset({".git", ".hg", ".svn", "__pycache__"})  # left out when a folder is packed
+
+
+def pack(folder: Path) -> bytes:
+    """A bot package's folder as a ``.tar.gz`` (what `referee check FOLDER`, `arena bots add` and
+    the web all check and store): its files, folders and symbolic links in name order, the same
+    bytes for the same tree on any machine (no times, owners or modes but the execute bit), without
+    version-control folders and byte-code caches (``SKIPPED``). ArchiveError when it holds what an
+    archive may not (a FIFO, a device) or more than an archive's files may add up to."""
+    buffer = io.BytesIO()
+    total = 0
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, compresslevel=6) as gz, \
+            tarfile.open(fileobj=gz, mode="w:", format=tarfile.PAX_FORMAT) as tar:
+        for path in _package_files(folder):
+            name = path.relative_to(folder).as_posix()
+            info = os.lstat(path)
+            entry = tarfile.TarInfo(name)
+            entry.mtime, entry.uid, entry.gid, entry.uname, entry.gname = 0, 0, 0, "", ""
+            if stat.S_ISLNK(info.st_mode):
+                entry.type, entry.linkname, entry.mode = tarfile.SYMTYPE, os.readlink(path), 0o777
+                tar.addfile(entry)
+            elif stat.S_ISDIR(info.st_mode):
+                entry.type, entry.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(entry)
+            elif stat.S_ISREG(info.st_mode):
+                total += info.st_size
+                if total > MAX_UNPACKED_BYTES:
+                    raise ArchiveError(f"holds more than {MAX_UNPACKED_BYTES // (1 << 20)} MiB of files: a bot package "
+                                       "may hold at most that (leave out what its build makes or its runtime offers)")
+                entry.size, entry.mode = info.st_size, 0o755 if info.st_mode & 0o100 else 0o644
+                with open(path, "rb") as file:
+                    tar.addfile(entry, file)
+            else:
+                raise ArchiveError(f"holds {name}, which is neither a file, a folder nor a link")
+    return buffer.getvalue()
+
+
+def _package_files(folder: Path) -> Iterator[Path]:
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED)
+        base = Path(top)
+        for name in sorted([*dirs, *files]):
+            yield base / name

@@ -115,7 +115,8 @@ class SandboxLauncher:
                     lines.append(f"read-only: its runtime {path}")
             for path in view.read_only:
                 if path in view.extra and path not in view.runtime:
-                    lines.append(f"read-only: extra {path}")
+                    kind = "its runtime" if path in endpoint.read_only else "extra"
+                    lines.append(f"read-only: {kind} {path}")
             lines.append("writable: its socket folder, /tmp and /dev/shm (private)")
         return lines
 

@@ -1,17 +1,19 @@
 #!/usr/bin/env node
 // Sample Royal Casino Arena bot in Node.js.
 //
-// Serves casino.v1.BotService on $CASINO_BOT_ADDRESS (unix:/path/bot.sock or host:port), loading
-// the protocol with @grpc/proto-loader from its own copy in proto/ (the repository's proto/casino/v1
-// files, checked identical by tests/docs/test_sample_bot_protos.py): everything it needs is in its
-// folder, which is all a sandboxed bot can read. It also answers the standard
-// health check (grpc.health.v1.Health, SERVING), declared inline below.
+// A bot package (bot.toml: runtime "node"): the node runtime gives it @grpc/grpc-js and
+// @grpc/proto-loader (NODE_PATH) and the proto files (CASINO_PROTO_PATH). Serves
+// casino.v1.BotService on $CASINO_BOT_ADDRESS (unix:/path/bot.sock or host:port), loading the
+// protocol with @grpc/proto-loader from the runtime's proto files, else from its own copy in proto/
+// (the repository's proto/casino/v1 files, checked identical by tests/docs/test_sample_bot_protos.py).
+// It also answers the standard health check (grpc.health.v1.Health, SERVING), declared inline below.
 //
 // Strategy: capture the most valuable set (cards as they score: 10D 2, 2S 1, Aces 1, spades and
 // card count a little, a sweep 1), else make the most valuable build, else trail the least
 // valuable card. Write your own by replacing choose(turn): return an index into turn.legal_moves.
 //
-// Run: npm ci && CASINO_BOT_ADDRESS=unix:/tmp/node-bot.sock node bot.js
+// Check it: referee check sample_bots/node. By hand: npm ci in runtimes/node, then
+// NODE_PATH=runtimes/node/node_modules CASINO_BOT_ADDRESS=unix:/tmp/node-bot.sock node sample_bots/node/bot.js
 'use strict';
 
 const path = require('path');
@@ -185,7 +187,8 @@ function main() {
     } catch (_) { /* not there */ }
   }
 
-  const protoRoot = path.resolve(__dirname, 'proto');
+  // the runtime's proto files (the node runtime sets CASINO_PROTO_PATH), else this folder's own copy
+  const protoRoot = process.env.CASINO_PROTO_PATH || path.resolve(__dirname, 'proto');
   const definition = protoLoader.loadSync('casino/v1/bot.proto', { ...LOADER_OPTIONS, includeDirs: [protoRoot] });
   const casino = grpc.loadPackageDefinition(definition).casino.v1;
   const health = grpc.loadPackageDefinition(protoLoader.fromJSON(HEALTH_JSON, LOADER_OPTIONS)).grpc.health.v1;

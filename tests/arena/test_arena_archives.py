@@ -48,9 +48,9 @@ from arena.play.archives import CACHE_ENV, ArchiveCache, tree_digest
 from arena.play.runner import open_tournament
 from arena.store.models import BotArchive
 from arena.store.store import Store
+from tests.conftest import sample_bot_path
 from tests.arena_support import (
     ROOT,
-    SAMPLE_BOTS,
     new_marker,
     run_arena,
     sample_bot_command,
@@ -99,10 +99,11 @@ def pack(path: Path, members: Members) -> Path:
 
 def sample_members(extra: Members | None = None) -> Members:
     """The Python sample bots and their SDK package, at the archive's root (no byte-code caches)."""
-    files = [SAMPLE_BOTS / "greedy_bot.py", SAMPLE_BOTS / "random_bot.py",
-             *sorted((SAMPLE_BOTS / "casino_bot").glob("*.py"))]
+    sdk = ROOT / "sample_bots" / "python"
+    files = [(p.name, p) for p in (sample_bot_path("greedy_bot.py"), sample_bot_path("random_bot.py"))]
+    files += [(p.relative_to(sdk).as_posix(), p) for p in sorted((sdk / "casino_bot").glob("*.py"))]
     members = [member("casino_bot/", kind=tarfile.DIRTYPE, mode=0o755)]
-    members += [member(p.relative_to(SAMPLE_BOTS).as_posix(), p.read_bytes()) for p in files]
+    members += [member(name, p.read_bytes()) for name, p in files]
     return [*members, *(extra or [])]
 
 
@@ -159,7 +160,7 @@ def test_a_tournament_of_archived_bots_plays_to_the_end_and_its_records_name_the
                 assert ("archive" in seat) == (seat["name"] != "plain")
     finally:
         store.close()
-    assert (cache / sha / "greedy_bot.py").read_bytes() == (SAMPLE_BOTS / "greedy_bot.py").read_bytes()
+    assert (cache / sha / "greedy_bot.py").read_bytes() == sample_bot_path("greedy_bot.py").read_bytes()
 
     listed = run_arena("bots", "list", "-f", str(path))
     assert listed.returncode == 0, listed.stderr

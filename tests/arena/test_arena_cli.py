@@ -29,10 +29,9 @@ from rich.console import Console
 from arena.play import session as play_session
 from arena.cli.live import run_tournament
 from arena.config import load_config
-from tests.conftest import bot_processes, python_bot_command
+from tests.conftest import bot_processes, python_bot_command, sample_bot_path
 from tests.support import ROOT, assert_usage_error, run_arena, table_rows
 
-SAMPLE_BOTS = ROOT / "sample_bots" / "python"
 NAME = "cli"  # part of every game id, which seeds the random bots: keep it fixed
 BOTS = 3
 GAMES = 6  # 3 pairings x games_per_pairing 2
@@ -58,7 +57,7 @@ TABLE_LINE = re.compile(r"^ {8}table loose: .*$")
 
 def sample_bot(script: str) -> str:
     """The command line of a sample Python bot (deterministic ones only: random_bot.py, greedy_bot.py)."""
-    return shlex.join([sys.executable, str(SAMPLE_BOTS / script)])
+    return shlex.join([sys.executable, str(sample_bot_path(script))])
 
 
 def bot_entry(name: str, command: str, seed: int | None = None) -> str:
@@ -113,7 +112,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     ]), encoding="utf-8")
     first = run_arena("run", str(path), timeout=RUN_TIMEOUT_S)
     second = run_arena("run", str(path), timeout=RUN_TIMEOUT_S)
-    return Built(path, first, second, wait_no_bots(("sample_bots/python/",)))
+    return Built(path, first, second, wait_no_bots(("sample_bots/",)))
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +126,7 @@ def failing(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ]), encoding="utf-8")
     done = run_arena("run", str(path), timeout=RUN_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert wait_no_bots(("scripted_bot.py", "sample_bots/python/")) == []
+    assert wait_no_bots(("scripted_bot.py", "sample_bots/")) == []
     return path
 
 
@@ -211,7 +210,7 @@ def test_progress_in_a_pipe_is_timed_and_ends_with_the_last_game(tmp_path: Path,
     assert status == 0, out.getvalue()[-2000:]
     progress = [m.groups() for m in map(PROGRESS_LINE.match, out.getvalue().splitlines()) if m]
     assert progress == [(str(n), "4") for n in lines]
-    assert wait_no_bots(("sample_bots/python/",)) == []
+    assert wait_no_bots(("sample_bots/",)) == []
 
 
 def test_live_standings_on_a_terminal_are_computed_off_the_loop(tmp_path: Path) -> None:
@@ -240,7 +239,7 @@ def test_live_standings_on_a_terminal_are_computed_off_the_loop(tmp_path: Path) 
     # noted before a live refresh's thread that started earlier, so only the count is checked.
     assert len(computed) >= 3 and computed.count(loop_thread) == 1, computed
     assert "live: standings after 2 games" in out.getvalue()
-    assert wait_no_bots(("sample_bots/python/",)) == []
+    assert wait_no_bots(("sample_bots/",)) == []
 
 
 def test_run_again_plays_nothing_and_prints_the_same_standings(built: Built) -> None:
@@ -704,7 +703,7 @@ def test_every_problem_of_a_bad_file_is_reported_one_line_each(tmp_path: Path) -
 
 def test_a_bot_program_that_is_not_executable_is_refused_before_anything_runs(tmp_path: Path) -> None:
     script = tmp_path / "my_bot.py"
-    script.write_text((SAMPLE_BOTS / "greedy_bot.py").read_text(encoding="utf-8"), encoding="utf-8")
+    script.write_text((sample_bot_path("greedy_bot.py")).read_text(encoding="utf-8"), encoding="utf-8")
     script.chmod(0o644)  # a file that exists, but no execute bit (root honours that too)
     path = tmp_path / "noexec.toml"
     path.write_text(tournament_text("noexec", two_bots(command=str(script))), encoding="utf-8")

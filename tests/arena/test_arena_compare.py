@@ -25,11 +25,11 @@ from referee.sandbox import default_launcher
 from tests.support import ROOT, fresh_temp_dir, run_arena
 
 PY = sys.executable
-RANDOM = f"{PY} {ROOT / 'sample_bots/python/random_bot.py'}"
-GREEDY = f"{PY} {ROOT / 'sample_bots/python/greedy_bot.py'}"
+RANDOM = f"{PY} {ROOT / 'sample_bots/random/random_bot.py'}"
+GREEDY = f"{PY} {ROOT / 'sample_bots/greedy/greedy_bot.py'}"
 # a fixed amount of search per move (not a share of the clock), so its strength and its time to
 # answer do not depend on how busy the machine is
-LOOKAHEAD = f"{PY} {ROOT / 'sample_bots/python/lookahead_bot.py'} --samples 2"
+LOOKAHEAD = f"{PY} {ROOT / 'sample_bots/lookahead/lookahead_bot.py'} --samples 2"
 ROOMY_MS = "2000"  # a move time no sample bot can miss on a loaded machine (they answer in milliseconds)
 
 REPORT_FIELDS = {

@@ -19,7 +19,7 @@ import pytest
 
 from arena.config import ConfigError, parse_config
 from referee.bots.cpu import proc_metering_problem
-from tests.conftest import SCRIPTED_BOT
+from tests.conftest import SCRIPTED_BOT, sample_bot_path
 from tests.support import run_arena
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def test_a_run_under_a_cpu_limit_shows_cpu_times_and_the_cpu_timeout(tmp_path: P
     with a 20 s wall backstop: each game a timeout naming the CPU time; `arena games` says so,
     `--times` and `arena show` give every seat's wall and CPU times."""
     burner = shlex.join([sys.executable, str(SCRIPTED_BOT), "burn", "--after", "2", "--turns", "1", "--ms", "2000"])
-    greedy = shlex.join([sys.executable, str(ROOT / "sample_bots" / "python" / "greedy_bot.py")])
+    greedy = shlex.join([sys.executable, str(sample_bot_path("greedy_bot.py"))])
     file = tmp_path / "cpu.toml"
     file.write_text(f'name = "cpu"\nplayers = 2\ngames_per_pairing = 2\nconcurrency = 1\n\n'
                     f'[[bots]]\nname = "burner"\ncommand = {json.dumps(burner)}\n\n'
@@ -107,7 +107,7 @@ def test_a_run_under_a_cpu_limit_shows_cpu_times_and_the_cpu_timeout(tmp_path: P
 
 @needs_proc
 def test_bots_add_refuses_an_address_under_a_cpu_limit(tmp_path: Path) -> None:
-    greedy = shlex.join([sys.executable, str(ROOT / "sample_bots" / "python" / "greedy_bot.py")])
+    greedy = shlex.join([sys.executable, str(sample_bot_path("greedy_bot.py"))])
     file = tmp_path / "ladder.toml"
     file.write_text(f'name = "ladder"\n\n[[bots]]\nname = "g1"\ncommand = {json.dumps(greedy)}\n\n'
                     f'[[bots]]\nname = "g2"\ncommand = {json.dumps(greedy)}\n\n[time]\ncpu_ms = 100\n', encoding="utf-8")

@@ -21,7 +21,7 @@ from tests.arena_support import (
     wait_no_marked_processes,
 )
 
-RANDOM_BOT = shlex.join([sys.executable, str(Path(__file__).resolve().parents[2] / "sample_bots/python/random_bot.py")])
+RANDOM_BOT = shlex.join([sys.executable, str(Path(__file__).resolve().parents[2] / "sample_bots/random/random_bot.py")])
 
 
 def random_bot(name: str, seed: int, marker: str) -> SeatBot:

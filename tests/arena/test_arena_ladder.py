@@ -34,9 +34,9 @@ from tests.arena_support import (
     toml_value,
     wait_no_marked_processes,
 )
+from tests.conftest import sample_bot_path
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_BOTS = ROOT / "sample_bots" / "python"
 WAIT_S = 120.0  # bound of every wait for a round or a process: generous for a loaded 2-core machine
 TIME = {"move_ms": 2000, "startup_ms": 20000}  # a move time no sample bot can miss on a loaded machine
 T = TypeVar("T")
@@ -45,7 +45,7 @@ OVERSUBSCRIBED = "arena: warning: concurrency "
 
 
 def bot_command(script: str) -> str:
-    return shlex.join([sys.executable, str(SAMPLE_BOTS / script)])
+    return shlex.join([sys.executable, str(sample_bot_path(script))])
 
 
 GREEDY = {"name": "greedy", "command": bot_command("greedy_bot.py")}

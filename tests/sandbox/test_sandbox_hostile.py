@@ -36,7 +36,7 @@ from referee.sandbox import SandboxSettings, make_launcher
 from referee.sandbox.launcher import SandboxLauncher
 from referee.sandbox.machine import probe
 from tests.arena_support import game_results, wait_no_marked_processes, write_tournament
-from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command
+from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command, sample_bot_path
 from tests.support import run_arena, run_referee
 
 HOSTILE = ROOT / "tests" / "bots" / "hostile"
@@ -131,7 +131,7 @@ def test_it_cannot_read_another_bots_source_logs_or_the_hosts_secrets(tmp_path: 
     logs = tmp_path / "logs"
     database = tmp_path / "arena.db"
     database.write_bytes(b"SQLite format 3\0" + bytes(1000))
-    secrets = [str(ROOT / "tests" / "bots" / "scripted_bot.py"), str(ROOT / "sample_bots" / "python" / "greedy_bot.py"),
+    secrets = [str(ROOT / "tests" / "bots" / "scripted_bot.py"), str(sample_bot_path("greedy_bot.py")),
                str(database), str(ROOT / "pyproject.toml"), "/etc/shadow", "/root/.bash_history"]
     # bot1 (started first, the same match) writes its log where the hostile bot then looks
     report, _ = play([hostile("read_files.py", HOSTILE_READ=":".join(secrets)), victim()], logs, mode=mode)

@@ -32,7 +32,7 @@ from referee.sandbox import SandboxLauncher, SandboxSettings, SandboxUnavailable
 from referee.sandbox.cgroups import CgroupCpuMeter
 from referee.sandbox.machine import Machine, probe
 from referee.sandbox.process import SandboxedProcess, _uid_pids
-from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command
+from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command, sample_bot_path
 
 HOSTILE = ROOT / "tests" / "bots" / "hostile"
 NO_BWRAP = probe().bwrap_problem
@@ -128,7 +128,7 @@ def test_sigterm_reaches_the_bot_inside_bubblewrap(tmp_path: Path) -> None:
     """The sample bots say "shutting down" on SIGTERM: the referee's stop reaches the bot itself,
     not only bubblewrap (whose death would SIGKILL it)."""
     launcher = make_launcher(SandboxSettings(mode="bwrap"))
-    greedy = shlex.join([sys.executable, str(ROOT / "sample_bots" / "python" / "greedy_bot.py")])
+    greedy = shlex.join([sys.executable, str(sample_bot_path("greedy_bot.py"))])
     spec = MatchSpec(bots=[BotEndpoint.parse(greedy), BotEndpoint.parse(builtin_bot_command(1))],
                      options=RuleOptions(players=2), time_control=ROOMY_TIME, logs_dir=tmp_path)
     report = asyncio.run(asyncio.wait_for(run_match(spec, launcher=launcher), 120))

@@ -19,7 +19,7 @@ from referee.rules import RuleOptions, apply, legal_moves, new_game, observation
 from referee.wire.convert import turn_to_pb
 from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "sample_bots" / "python"))
+sys.path[:0] = [str(ROOT / "sample_bots" / name) for name in ("random", "greedy", "lookahead")]
 _verbosity = os.environ.get("GRPC_VERBOSITY")  # the SDK quiets gRPC for its process; not for this one's children
 from casino_bot import legal_moves as sdk_legal_moves  # noqa: E402
 from casino_bot import state_from_turn, table_from_turn

@@ -16,7 +16,7 @@ from referee.wire.convert import turn_to_pb
 from referee.rules import CODE, RuleOptions, apply, legal_moves, new_game, observation, resample
 from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "sample_bots" / "python"))
+sys.path[:0] = [str(ROOT / "sample_bots" / name) for name in ("random", "greedy", "lookahead")]
 _verbosity = os.environ.get("GRPC_VERBOSITY")  # the SDK quiets gRPC for its process; not for this one's children
 from casino_bot import state_from_turn
 from lookahead_bot import LookaheadBot

@@ -2,7 +2,7 @@
 and the game id at the start of every game, so a game's moves do not depend on which process of
 a pool plays it or on the games it played before (tournaments replay the same way).
 
-Run: ``CASINO_BOT_ADDRESS=unix:/tmp/random.sock python sample_bots/python/random_bot.py``
+Run: ``CASINO_BOT_ADDRESS=unix:/tmp/random.sock python sample_bots/random/random_bot.py``
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
-"""Greedy bot: the play with the best immediate value, counting cards as they score at the deal's end.
+"""A greedy policy on plain engine values: the play with the best immediate value, counting cards
+as they score at the deal's end (the greedy sample bot plays it; the lookahead bot's rollouts use
+it; a bot of yours may start from it).
 
 A capture is worth what it takes (the played card included): each card toward most cards, each
 spade toward most spades, 10D 2 points, 2S 1, each Ace 1, and a sweep 1. A build (new, add or
 raise) is worth part of the cards it gathers, since its owner holds the card that takes it next
 turn unless someone else does first. A trail gives a card away, so it costs the card's worth: the
 least valuable card goes, and 10D, 2S or an Ace only when nothing else is possible.
-
-``greedy_index(moves, loose, builds)`` is the decision on plain engine values, used in-process by
-the lookahead bot's rollouts and by bench/eval_bots.py. Run: ``python sample_bots/python/greedy_bot.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from casino_bot import CasinoBot, legal_moves, run, table_from_turn
 
 from referee.rules import ACE, ALL_CARDS, BIG_CASINO, LITTLE_CASINO, RANK, SPADE, SUIT, Build, Move, MoveKind
 
@@ -54,17 +51,3 @@ def greedy_index(moves: Sequence[Move], loose: Sequence[int], builds: Sequence[B
         if value > best_value:
             best, best_value = i, value
     return best
-
-
-class GreedyBot(CasinoBot):
-    name = "greedy-bot"
-    threaded = False  # choose() takes microseconds: no thread hand-off
-    version = "0.1.0"
-
-    def choose(self, turn):  # type: ignore[no-untyped-def]
-        loose, builds = table_from_turn(turn)
-        return greedy_index(legal_moves(turn), loose, builds)
-
-
-if __name__ == "__main__":
-    run(GreedyBot())

@@ -14,7 +14,7 @@ handshake's ``time_control.cpu_time_ms``) it also stops at ``time_fraction`` of 
 CPU time (``time.process_time``: what the referee counts), the move time being then a wall-clock
 backstop. Or it does a fixed amount of work
 (``--samples N``: the same moves on any machine, for tests and reproducible evaluation).
-Seed: $CASINO_BOT_SEED. Run: ``python sample_bots/python/lookahead_bot.py [--samples N]
+Seed: $CASINO_BOT_SEED. Run: ``python sample_bots/lookahead/lookahead_bot.py [--samples N]
 [--time-fraction F]``.
 """
 
@@ -26,7 +26,7 @@ import random
 import time
 
 from casino_bot import CasinoBot, legal_moves, run, state_from_turn, table_from_turn
-from greedy_bot import greedy_index, move_value
+from casino_bot.greedy import greedy_index, move_value
 
 from referee.rules import DealSheet, GameState, RuleOptions, RulesError, play
 from referee.rules import legal_moves as engine_legal_moves
