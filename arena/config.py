@@ -33,9 +33,12 @@ from referee.rules import Condition, InvalidOptionError, RuleOptions
 from referee.sandbox import SandboxSettings, SandboxSettingsError
 from referee.sandbox.settings import PATH_SETTINGS
 
-from .cores import available_cores
 from referee.packages.archive import ArchiveError, archive_folder, check_archive, command_problem, read_archive_file
-from .errors import ArenaError, one_line, quoted, shown
+from referee.packages.manifest import MANIFEST, PackageError, parse_manifest
+from referee.packages.runtimes import runtimes_from_table
+
+from .cores import available_cores
+from .errors import ArenaError, UsageError, one_line, quoted, shown
 
 SEED_MAX = 2**63 - 1  # fits a signed 64-bit database column and the protocol's uint64
 BOT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -45,16 +48,17 @@ POLICY_CHOICES = tuple(p.value for p in FailurePolicy)
 
 # The keys each part of the file may hold; "" is the top level.
 TOP_KEYS = ("name", "players", "games_per_pairing", "duplicate", "concurrency", "seed", "database", "auto_forced",
-            "rules", "time", "failures", "bots", "ladder", "sandbox")
+            "rules", "time", "failures", "bots", "ladder", "sandbox", "runtimes")
 SECTION_KEYS = {
     "": TOP_KEYS,
     "[rules]": ("on_twenty", "max_deals"),
     "[time]": ("move_ms", "grace_ms", "bank_ms", "increment_ms", "startup_ms", "cpu_ms"),
     "[failures]": ("policy", "max_strikes"),
-    "[[bots]]": ("name", "command", "address", "cwd", "env", "archive"),
+    "[[bots]]": ("name", "command", "address", "package", "cwd", "env", "archive"),
     "[ladder]": ("interval", "cron", "pairings_per_bot", "sets_per_pairing"),
     "[sandbox]": SandboxSettings.keys(),
 }
+PACKAGE_SPEC = "package"  # a bot row's spec when it is a bot package (its archive holds the package)
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _MISSING = object()
@@ -85,11 +89,12 @@ class BotConfig:
     env: dict[str, str]
     archive: str | None = None
     archive_sha256: str | None = None
+    package: str | None = None  # a bot package's folder or .tar.gz (absolute); spec is then PACKAGE_SPEC
 
     def endpoint(self) -> BotEndpoint:
         """The referee's endpoint for a bot without an archive (checks again that a command's
         program exists); one with an archive starts from its unpacked copy (arena/play/archives.py)."""
-        if self.archive is not None:
+        if self.archive is not None or self.package is not None:
             raise ValueError(f"bot {self.name!r} runs from an archive: its endpoint comes from the archive cache")
         return BotEndpoint.parse(self.spec, cwd=self.cwd, env=self.env)
 
@@ -123,6 +128,9 @@ class TournamentConfig:
     database: str
     ladder: LadderConfig | None
     sandbox: SandboxSettings = dataclasses.field(default_factory=SandboxSettings)  # how its bots are confined
+    # the [runtimes] tables as written (each machine that plays resolves them: referee/packages/runtimes.py),
+    # with relative folders made absolute from this file's folder
+    runtimes: dict[str, Any] = dataclasses.field(default_factory=dict)
     auto_forced: bool = True  # a seat's only legal move is played by the referee (docs/protocol.md)
 
     @property
@@ -212,13 +220,14 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
     _check_cpu_limit(top, time_control, bots)
     ladder = _ladder(top.table("ladder")) if "ladder" in data else None
     sandbox = _sandbox(top.table("sandbox"), path.parent)
+    runtimes = _runtimes(data.get("runtimes"), path, problems, check_programs)
     if problems:
         raise ConfigError(*problems)
     return TournamentConfig(
         path=path, name=name, players=players, bots=bots, games_per_pairing=games_per_pairing,
         duplicate=duplicate, rules=rules, time_control=time_control, policy=policy, max_strikes=max_strikes,
         concurrency=concurrency, seed=seed, database=database, ladder=ladder, sandbox=sandbox,
-        auto_forced=auto_forced,
+        auto_forced=auto_forced, runtimes=runtimes,
     )
 
 
@@ -432,6 +441,8 @@ def _bot(table: _Table, folder: Path, check_programs: bool) -> BotConfig:
     if name and not BOT_NAME.fullmatch(name):
         table.fail("name", f"must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, not {_show(name)}")
     has_command, has_address = "command" in table.data, "address" in table.data
+    if "package" in table.data:
+        return _package_bot(table, name, folder, check_programs)
     if has_command and has_address:
         table.problem(f"{table.label} has both command and address: keep one")
         return BotConfig(name=name, spec="", cwd=None, env={})
@@ -460,6 +471,65 @@ def _bot(table: _Table, folder: Path, check_programs: bool) -> BotConfig:
         except EndpointError as exc:
             table.fail(key, f"is not usable: {one_line(str(exc))}")
     return BotConfig(name=name, spec=spec, cwd=cwd, env=env)
+
+
+def _package_bot(table: _Table, name: str, folder: Path, check: bool) -> BotConfig:
+    """A [[bots]] entry that is a bot package (docs/packages.md): ``package`` from this file's
+    folder, a folder with bot.toml or a .tar.gz; with ``check``, it is packed (or read) and
+    checked as an upload would be, and its bot.toml read."""
+    for key in ("command", "address", "cwd", "archive"):
+        if key in table.data:
+            table.fail(key, "does not go with package: a package's bot.toml says how it runs")
+    env = _env(table)
+    text = table.string("package")
+    path = os.path.normpath(folder / Path(text).expanduser()) if text else ""
+    sha256 = None
+    if check and text:
+        from referee.packages.load import package_archive  # packing: only where bots start
+
+        try:
+            content, checked = package_archive(path)
+            sha256 = checked.sha256
+            parse_manifest(_manifest_text(content))
+        except (PackageError, OSError) as exc:
+            table.fail("package", f"{_show(text)}: {one_line(str(exc))}")
+    return BotConfig(name=name, spec=PACKAGE_SPEC, cwd=None, env=env, package=path or None, archive_sha256=sha256)
+
+
+def _manifest_text(content: bytes) -> str:
+    """The bot.toml of a checked package archive's bytes (PackageError when it has none)."""
+    import io
+    import tarfile
+
+    from referee.packages.archive import open_archive
+
+    _, tar_bytes = open_archive(content)
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+        for member in tar:
+            if member.isfile() and member.name.removeprefix("./") == MANIFEST:
+                extracted = tar.extractfile(member)
+                if extracted is not None and member.size <= 64 * 1024:
+                    return extracted.read().decode("utf-8", errors="replace")
+    raise PackageError(f"it has no {MANIFEST} at its root: not a bot package (docs/packages.md)")
+
+
+def _runtimes(table: Any, path: Path, problems: list[str], check: bool) -> dict[str, Any]:
+    """The [runtimes] tables with relative folders made absolute; checked (folders exist, keys and
+    names valid) where this machine starts bots (``check``)."""
+    if table is None:
+        return {}
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        problems.append(f"{path.name}: runtimes must be tables: [runtimes.NAME] with folders, path, env, offers")
+        return {}
+    absolute = {name: {key: ([os.path.normpath(path.parent / Path(v).expanduser()) if isinstance(v, str) else v
+                              for v in value] if key in ("folders", "path") and isinstance(value, list) else value)
+                       for key, value in spec.items()} for name, spec in table.items()}
+    if check:
+        try:
+            runtimes_from_table(absolute, path.parent, where=f"{path.name}: [runtimes]")
+        except UsageError as exc:
+            problems += str(exc).splitlines()
+    return absolute
 
 
 def _archive_bot(table: _Table, name: str, folder: Path, check: bool) -> BotConfig:

@@ -284,19 +284,33 @@ def cmd_bots(args: argparse.Namespace) -> int:
         tid = tid or store.tournament_id(config.name) or open_tournament(store, config, schedule_games=False)
         if args.action == "add":
             from referee.bots.endpoint import BotEndpoint
+            from referee.packages.archive import ArchiveError
+            from referee.packages.load import is_package
+
+            from ..config import PACKAGE_SPEC
+            from ..play.archives import store_package
 
             if not BOT_NAME.fullmatch(args.name):  # the file's rule: names also name log files
                 raise UsageError("a bot name must be 1 to 64 of the characters A-Z a-z 0-9 _ . -, "
                                  f"not {quoted(args.name)}")
             archive = None
-            if args.archive is not None:  # the command runs at the root of the archive, unpacked where it plays
+            spec = args.spec
+            if is_package(args.spec):  # a bot package: stored, built and run on each machine that plays it
+                if args.archive is not None:
+                    raise UsageError("a bot package carries its files: --archive is for a command's")
+                try:
+                    archive = store_package(store, args.spec)
+                except ArchiveError as exc:
+                    raise UsageError(f"bot package {shown(args.spec)} {exc}") from None
+                spec = PACKAGE_SPEC
+            elif args.archive is not None:  # the command runs at the root of the archive, unpacked where it plays
                 archive = _bot_archive(store, args.archive, args.spec)
             else:
                 endpoint = BotEndpoint.parse(args.spec)  # raises EndpointError on a bad spec
                 if config.time_control.cpu_time_ms and not endpoint.is_process:  # as the file's bots are checked
                     raise UsageError(f"cannot add {args.name}: [time] cpu_ms needs bots the arena starts, and "
                                      f"{quoted(args.spec)} is an address (its CPU time cannot be measured)")
-            row = store.add_bot(tid, args.name, args.spec, archive=archive)
+            row = store.add_bot(tid, args.name, spec, archive=archive)
             sys.stdout.write(f"added {row.name}: {row.spec}{_archive_note(row.archive)}\n")
         elif args.action == "remove":
             store.remove_bot(tid, args.name)
@@ -433,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bots", help="change a ladder's pool between rounds: add, remove, list")
     p.add_argument("action", choices=["add", "remove", "list"])
     p.add_argument("name", nargs="?")
-    p.add_argument("spec", nargs="?", help="command line or address (add)")
+    p.add_argument("spec", nargs="?", help="command line, address, or bot package: a folder with bot.toml or a .tar.gz (add)")
     p.add_argument("--archive", metavar="FILE", help="add: the bot's files as a .tar.gz, stored in the database; "
                    "the command runs at the archive's root (docs/tournaments.md, \"Bot archives\")")
     p.add_argument("-f", "--file", default="tournament.toml", help="the ladder's tournament file (default ./tournament.toml)")

@@ -25,13 +25,15 @@ from referee.bots.endpoint import BotEndpoint
 from referee.clock import TimeControl
 from referee.match.report import GameReport
 from referee.match.spec import FailurePolicy, GameSettings, GameSetup
+from referee.packages.load import Packages, is_package
 from referee.rules import RuleOptions
+from referee.sandbox import SandboxSettings
 
+from ..cores import available_cores
 from ..rating.ratings import RatingBook
 from ..rating.results import GameOutcome
 from ..rating.stats import MarginSprt, PentanomialSprt, SprtBounds, fixed_length_summary
 from ..schedule.pairings import deck_seed
-from ..cores import available_cores
 from .executor import GameExecutor, SeatBot
 
 FORFEIT_MARGIN = 11  # a forfeit in a one-deal game: as if the opponents took every point of the deal
@@ -300,7 +302,13 @@ def compare_settings(spec: CompareSpec) -> dict[str, Any]:
     }
 
 
-def endpoint_bot(name: str, spec: str) -> SeatBot:
-    """A SeatBot from a command line or address (EndpointError when it is neither)."""
+def endpoint_bot(name: str, spec: str, packages: Packages | None = None) -> SeatBot:
+    """A SeatBot from a command line, an address, or a bot package (built here as a server would,
+    by ``packages``, default: the default sandbox and runtimes); EndpointError when it is none of
+    them, PackageError when the package cannot be built. Call it where no event loop runs."""
+    if is_package(spec):
+        packages = packages or Packages(SandboxSettings())
+        folder, checked = packages.unpack(spec)
+        return SeatBot(name, packages.bot_sync(folder, spec, checked.sha256).endpoint)
     return SeatBot(name, BotEndpoint.parse(spec))
 

@@ -124,7 +124,7 @@ def queue_missing(app: procrastinate.App, config: TournamentConfig, conn: Connec
         return 0
     rows = conn.execute(select(Game.id, Game.number, Game.seat_bots, Game.deck_seed)
                         .where(Game.id.in_(ids)).order_by(Game.number)).all()
-    jobs = [GameJob(game_id, tid, number, game_setup(config, number, seats, seed), config.sandbox)
+    jobs = [GameJob(game_id, tid, number, game_setup(config, number, seats, seed), config.sandbox, config.runtimes)
             for game_id, number, seats, seed in rows]
     return defer_games(app, conn, jobs)
 

@@ -37,7 +37,6 @@ from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
 from sqlalchemy import Connection
 
-
 from ..config import ConfigError, LadderConfig, TournamentConfig
 from ..errors import UsageError, shown
 from ..rating.ratings import default_rating
@@ -52,7 +51,7 @@ from .queue import live_jobs, make_app, require_postgresql
 from .queue_status import QueueGauges
 from .rate import apply_ratings
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
-from .sandbox import arena_launcher
+from .sandbox import arena_launcher, arena_packages
 
 log = logging.getLogger(__name__)
 JOB_ID = "ladder-round"
@@ -115,6 +114,7 @@ class LadderServer:
         self.executor = InProcessExecutor(logs_dir_for(config),
                                           arena_launcher(config.sandbox, store.sqlite_path, logs_dir_for(config)))
         self.archives = ArchiveCache()  # one for every round: each unpacked archive is checked once
+        self.packages = arena_packages(config.sandbox, config.runtimes, store.sqlite_path, logs_dir_for(config))
         self.rounds_played = 0
         self.status = 0
         self.signals = 0
@@ -267,7 +267,8 @@ class LadderServer:
 
     async def retire_removed_bots(self) -> None:
         """Stop the processes of bots removed (or given a new command) since they were started."""
-        retired = await self.executor.retire(set(seat_bots(self.store, self.tid, True, self.archives).values()))
+        pool = await asyncio.to_thread(seat_bots, self.store, self.tid, True, self.archives, self.packages)
+        retired = await self.executor.retire(set(pool.values()))
         if retired:
             log.info("stopped the processes of %s: no longer in the pool", ", ".join(retired))
 

@@ -115,13 +115,15 @@ class GameJob:
     number: int
     setup: GameSetup
     sandbox: SandboxSettings
+    runtimes: dict[str, Any] = dataclasses.field(default_factory=dict)  # the tournament file's [runtimes], as written
 
     def to_args(self) -> dict[str, Any]:
         sandbox = dataclasses.asdict(self.sandbox)
         for key in (*PATH_SETTINGS, "pass_env"):
             sandbox[key] = list(getattr(self.sandbox, key))
         return {"format": JOB_FORMAT, "version": 1, "game_id": self.game_id, "tournament_id": self.tournament_id,
-                "number": self.number, "setup": self.setup.to_dict(), "sandbox": sandbox}
+                "number": self.number, "setup": self.setup.to_dict(), "sandbox": sandbox,
+                **({"runtimes": self.runtimes} if self.runtimes else {})}
 
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> GameJob:
@@ -129,7 +131,8 @@ class GameJob:
         if args.get("format") != JOB_FORMAT or args.get("version") != 1:
             raise ValueError(f"not a version-1 {JOB_FORMAT}: {quoted(str(args)[:200])}")
         return cls(int(args["game_id"]), int(args["tournament_id"]), int(args["number"]),
-                   GameSetup.from_dict(args["setup"]), SandboxSettings.from_table(args["sandbox"], "job sandbox"))
+                   GameSetup.from_dict(args["setup"]), SandboxSettings.from_table(args["sandbox"], "job sandbox"),
+                   dict(args.get("runtimes") or {}))
 
 
 def game_lock(game_id: int) -> str:

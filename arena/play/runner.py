@@ -19,19 +19,20 @@ from typing import Any, TypeVar
 
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
-
 from referee.metrics import BOTS
+from referee.packages.load import Packages
+
 from ..config import TournamentConfig
+from ..cores import available_cores, oversubscription_warning  # noqa: F401  (arena.cli.live imports them from here)
 from ..errors import quoted
 from ..rating.standings import Standings, standings_of
 from ..schedule.pairings import round_robin
 from ..store.store import BotSpec, GameTask, Scheduled, StorageError, Store, TournamentExistsError
 from .archives import ArchiveCache, bot_endpoint, store_config_archives
-from ..cores import available_cores, oversubscription_warning  # noqa: F401  (arena.cli.live imports them from here)
 from .executor import GameExecutor, SeatBot
 from .live import LiveWriter
 from .rate import apply_ratings
-from .sandbox import refuse_hidden_views
+from .sandbox import arena_packages, refuse_hidden_views
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,13 +45,14 @@ def current_standings(store: Store, tid: int) -> Standings:
     names = [b.name for b in store.bots(tid)]
     return standings_of(names, store.standings_tally(tid), store.ratings(tid))
 
-def seat_bots(store: Store, tid: int, active_only: bool = False,
-              archives: ArchiveCache | None = None) -> dict[int, SeatBot]:
+def seat_bots(store: Store, tid: int, active_only: bool = False, archives: ArchiveCache | None = None,
+              packages: Packages | None = None) -> dict[int, SeatBot]:
     """The tournament's bots as games need them on this machine, by position (only the active
     ones: a ladder's pool); a bot with an archive runs from its copy in ``archives`` (unpacked there
-    on first use; default: this machine's cache)."""
+    on first use; default: this machine's cache), a bot package as ``packages`` builds it. Call it
+    from a thread that runs no event loop (a build runs in one of its own)."""
     cache = archives or ArchiveCache()
-    return {b.position: SeatBot(b.name, bot_endpoint(store, b, cache))
+    return {b.position: SeatBot(b.name, bot_endpoint(store, b, cache, packages))
             for b in store.bots(tid, active_only=active_only)}
 
 
@@ -201,6 +203,8 @@ class TournamentRunner:
         self.live = live  # write running games' plays to the live table (arena/play/live.py)
         self._live: LiveWriter | None = None
         self.archives = archives or ArchiveCache()  # where bots with an archive run from on this machine
+        # how bot packages are built and run here: the file's sandbox and runtimes, the arena's files private
+        self.packages = arena_packages(config.sandbox, config.runtimes, store.sqlite_path, logs_dir_for(config))
         self.tid = tid
         self.config = config
         self.executor = executor
@@ -293,7 +297,7 @@ class TournamentRunner:
         if requeued:
             log.info("%d game(s) left running by an earlier process will be replayed", requeued)
         await self._db(apply_ratings, self.store, self.tid)
-        bots = await self._db(seat_bots, self.store, self.tid, False, self.archives)
+        bots = await self._db(seat_bots, self.store, self.tid, False, self.archives, self.packages)
         if (launcher := getattr(self.executor, "launcher", None)) is not None:
             refuse_hidden_views(launcher, bots.values())
         BOTS.keep_only([bot.name for bot in bots.values()])  # per-bot metrics: this tournament's bots only

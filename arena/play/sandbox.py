@@ -6,10 +6,14 @@ archive cache's root (every other bot's unpacked files)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from referee.bots.launcher import Launcher
+from referee.packages.build import default_build_root
+from referee.packages.load import Packages
+from referee.packages.runtimes import runtimes_from_table
 from referee.sandbox import SandboxLauncher, SandboxSettings, make_launcher
 
 from ..config import ConfigError
@@ -21,8 +25,10 @@ from .executor import SeatBot
 def arena_private_paths(database_file: str | None, logs_dir: Path | None,
                         cache_root: Path | None = None) -> tuple[str, ...]:
     """The arena's own files on this machine: ``database_file`` (None for a server database),
-    ``logs_dir`` and the archive cache's root (``cache_root``, default: this process's)."""
-    paths = [database_file, str(logs_dir) if logs_dir else None, str(cache_root or default_cache_root())]
+    ``logs_dir``, the archive cache's root (``cache_root``, default: this process's) and the
+    package builds' (a bot's own built folder inside it is still its own)."""
+    paths = [database_file, str(logs_dir) if logs_dir else None, str(cache_root or default_cache_root()),
+             str(default_build_root())]
     return tuple(os.path.abspath(p) for p in paths if p)
 
 
@@ -48,3 +54,12 @@ def refuse_hidden_views(launcher: Launcher, bots: Iterable[SeatBot]) -> None:
     for bot in bots:
         if problem := launcher.view_problem(bot.endpoint):
             raise ConfigError(f"bot {quoted(bot.name)} cannot be started here: {problem}")
+
+
+def arena_packages(settings: SandboxSettings, runtimes: Mapping[str, Any], database_file: str | None,
+                   logs_dir: Path | None, cache_root: Path | None = None) -> Packages:
+    """How this machine builds and runs the arena's bot packages: the tournament's sandbox (the
+    arena's files private) and its ``[runtimes]`` (as written; resolved here, on this machine)."""
+    table = dict(runtimes) if runtimes else None
+    return Packages(arena_sandbox(settings, database_file, logs_dir, cache_root),
+                    runtimes_from_table(table, Path("/")))

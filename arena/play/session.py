@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-
 from ..config import TournamentConfig
 from ..errors import UsageError
 from ..rating.standings import Standings

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -39,6 +40,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from referee.match.game import Observer
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
+from referee.packages.load import Packages
 from referee.sandbox import SandboxSettings
 
 from ..errors import ArenaError, UsageError
@@ -64,7 +66,7 @@ from .queue import (
 )
 from .rate import apply_ratings
 from .runner import MAX_ATTEMPTS, seat_bots
-from .sandbox import arena_launcher
+from .sandbox import arena_launcher, arena_packages
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # procrastinate's worker heartbeat
@@ -222,6 +224,7 @@ class QueueWorker:
         self._logs_root = settings.logs_dir
         self._temp: tempfile.TemporaryDirectory[str] | None = None
         self._executors: dict[tuple[int, SandboxSettings], InProcessExecutor] = {}
+        self._package_makers: dict[tuple[int, SandboxSettings, str], Packages] = {}
         self._in_use: dict[tuple[int, SandboxSettings], int] = {}  # games playing on each executor
         self._last_used: dict[tuple[int, SandboxSettings], float] = {}  # when its last game ended (monotonic)
         self._retiring: list[InProcessExecutor] = []  # idle ones being closed (the worker's stop finishes them)
@@ -298,7 +301,8 @@ class QueueWorker:
         try:
             # a bot's files come from this machine's archive cache (unpacked on first use): a
             # refused or missing archive is the referee's failure, retried and then recorded
-            by_position = await asyncio.to_thread(seat_bots, store, job.tournament_id, False, self.archives)
+            by_position = await asyncio.to_thread(seat_bots, store, job.tournament_id, False, self.archives,
+                                                  self._packages(job))
             seats = [by_position[p] for p in task.seat_bots]
             observe = self.live.observer(task) if self.live is not None else None
             async with asyncio.timeout(game_time_bound_s(job.setup)):
@@ -371,6 +375,15 @@ class QueueWorker:
                                 type(exc).__name__, exc)
                 else:
                     log.info("stopped the bots of tournament %d: no game of it for %g s", key[0], idle_s)
+
+    def _packages(self, job: GameJob) -> Packages:
+        """How this worker builds and runs the job's bot packages (its sandbox and runtimes)."""
+        key = (job.tournament_id, job.sandbox, json.dumps(job.runtimes, sort_keys=True))
+        if key not in self._package_makers:
+            database = self.store.sqlite_path if self.store is not None else None
+            self._package_makers[key] = arena_packages(job.sandbox, job.runtimes, database, self._logs_root,
+                                                       self.archives.root)
+        return self._package_makers[key]
 
     def _executor(self, job: GameJob) -> InProcessExecutor:
         """The executor (bot process pools) for the job's tournament and sandbox."""
