@@ -34,7 +34,7 @@ from referee.sandbox import SandboxSettings, SandboxSettingsError
 from referee.sandbox.settings import PATH_SETTINGS
 
 from referee.packages.archive import ArchiveError, archive_folder, check_archive, command_problem, read_archive_file
-from referee.packages.manifest import MANIFEST, PackageError, parse_manifest
+from referee.packages.manifest import PackageError
 from referee.packages.runtimes import runtimes_from_table
 
 from .cores import available_cores
@@ -485,32 +485,15 @@ def _package_bot(table: _Table, name: str, folder: Path, check: bool) -> BotConf
     path = os.path.normpath(folder / Path(text).expanduser()) if text else ""
     sha256 = None
     if check and text:
-        from referee.packages.load import package_archive  # packing: only where bots start
+        from referee.packages.load import manifest_of, package_archive  # packing: only where bots start
 
         try:
             content, checked = package_archive(path)
             sha256 = checked.sha256
-            parse_manifest(_manifest_text(content))
+            manifest_of(content)
         except (PackageError, OSError) as exc:
             table.fail("package", f"{_show(text)}: {one_line(str(exc))}")
     return BotConfig(name=name, spec=PACKAGE_SPEC, cwd=None, env=env, package=path or None, archive_sha256=sha256)
-
-
-def _manifest_text(content: bytes) -> str:
-    """The bot.toml of a checked package archive's bytes (PackageError when it has none)."""
-    import io
-    import tarfile
-
-    from referee.packages.archive import open_archive
-
-    _, tar_bytes = open_archive(content)
-    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
-        for member in tar:
-            if member.isfile() and member.name.removeprefix("./") == MANIFEST:
-                extracted = tar.extractfile(member)
-                if extracted is not None and member.size <= 64 * 1024:
-                    return extracted.read().decode("utf-8", errors="replace")
-    raise PackageError(f"it has no {MANIFEST} at its root: not a bot package (docs/packages.md)")
 
 
 def _runtimes(table: Any, path: Path, problems: list[str], check: bool) -> dict[str, Any]:

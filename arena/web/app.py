@@ -26,11 +26,11 @@ from referee.metrics import watch_event_loop
 from ..errors import UsageError, quoted
 from ..store.store import Store
 from .auth import SessionKeys, Sessions
-from .checks import SubmissionChecks, require_bwrap
+from .checks import SubmissionChecks, require_bwrap, submission_runtimes
 from .guard import guarded
 from .live_hub import LiveHub
 from .negotiate import JsonSuffix, page, wants_json
-from .pages import bot, game, games, leaderboard, live, login, submit, tournaments
+from .pages import bot, game, games, kits, leaderboard, live, login, submit, tournaments
 from .request_metrics import RequestMetrics
 from .settings import UPLOAD_THREADS, WebSettings
 
@@ -46,6 +46,7 @@ def routes() -> list[BaseRoute]:
         *game.ROUTES,
         *login.ROUTES,
         *submit.ROUTES,
+        *kits.ROUTES,
         Mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"),
     ]
 
@@ -88,6 +89,7 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
                 app.state.write_store.close()
                 raise UsageError(f"--submit: no ladder named {quoted(settings.submit)} in the database")
             require_bwrap(settings)
+            app.state.runtimes = submission_runtimes(settings)
             app.state.checks = SubmissionChecks(app.state.write_store, app.state.submit_tid, settings)
             app.state.checks.resume()
             app.state.upload_pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="arena-upload")

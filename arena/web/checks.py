@@ -18,21 +18,26 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from referee.packages.archive import ArchiveError
+from referee.packages.build import Builder, default_build_root
+from referee.packages.manifest import PackageError, read_manifest
+from referee.packages.runtimes import Runtime, runtimes_from_table
 from referee.sandbox import SandboxSettings, make_launcher
 from referee.sandbox.launcher import SandboxLauncher
 from referee.sandbox.machine import Machine
 
-from referee.packages.archive import ArchiveError
-from ..config import load_config
+from ..config import PACKAGE_SPEC, load_config
 from ..errors import UsageError, one_line
 from ..play.archives import ArchiveCache
 from ..store.store import Store
-from ..store.submissions import accept, archive_in_use, checking, reject, submission
+from ..store.submissions import SubmissionRow, accept, archive_in_use, bot_name, checking, reject, submission
 from .settings import WebSettings
 
 log = logging.getLogger("arena.web")
@@ -42,12 +47,14 @@ TIME_FLAGS = {"move_time_ms": "--move-time", "grace_ms": "--grace", "bank_initia
 REASON_CHARS = 500
 
 
-def check_command(settings: WebSettings, command: str, ladder: dict[str, Any],
+def check_command(settings: WebSettings, command: str, ladder: dict[str, Any], folder: Path,
                   private: tuple[str, ...] = ()) -> list[str]:
-    """The `referee check` command line for a submitted bot's ``command`` under the ladder's
-    settings (as stored: its players, partnerships and time control); ``private``: paths no bot
-    may be shown (the database, the archive cache)."""
-    argv = [sys.executable, "-m", "referee.cli", "check", "--bot", command, "--games", str(settings.check_games)]
+    """The `referee check` command line for a submitted bot under the ladder's settings (as
+    stored: its players, partnerships and time control): a bot package (``command`` PACKAGE_SPEC)
+    unpacked at ``folder``, built and run as `referee check FOLDER` does at home; an older
+    submission's command, run at the folder. ``private``: paths no bot may be shown."""
+    bot = [str(folder)] if command == PACKAGE_SPEC else ["--bot", command]
+    argv = [sys.executable, "-m", "referee.cli", "check", *bot, "--games", str(settings.check_games)]
     players = ladder.get("players", 2)
     if players in (3, 4):  # the ladder's table: every seat, then one seat beside random bots
         argv += ["--players", str(players)]
@@ -89,6 +96,13 @@ def require_bwrap(settings: WebSettings, machine: Machine | None = None) -> None
         raise UsageError("--submit runs strangers' bots: it needs the bubblewrap sandbox, which cannot run here "
                          f"({launcher.machine.bwrap_problem if isinstance(launcher, SandboxLauncher) else 'off'}); "
                          "run scripts/setup-system.sh, or set the tournament file's [sandbox] mode to accept less")
+
+
+def submission_runtimes(settings: WebSettings) -> dict[str, Runtime]:
+    """The runtimes a submitted package may name: the defaults, with the tournament file's
+    ``[runtimes]`` (the one its checks' sandbox comes from)."""
+    table = load_config(settings.sandbox_from, check_programs=False).runtimes if settings.sandbox_from else None
+    return runtimes_from_table(table or None, Path("/"))
 
 
 class FairQueue:
@@ -145,6 +159,9 @@ class SubmissionChecks:
     def __init__(self, store: Store, tid: int, settings: WebSettings, cache: ArchiveCache | None = None) -> None:
         self.store, self.tid, self.settings = store, tid, settings
         self.cache = cache or ArchiveCache()
+        self.runtimes = submission_runtimes(settings)
+        self.sandbox = load_config(settings.sandbox_from, check_programs=False).sandbox if settings.sandbox_from \
+            else SandboxSettings()
         self.queue = FairQueue()
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen[str]] = set()
@@ -157,7 +174,7 @@ class SubmissionChecks:
     @property
     def private(self) -> tuple[str, ...]:
         """What no checked bot may be shown: the database's file and the archive cache."""
-        return tuple(p for p in (self.store.sqlite_path, str(self.cache.root)) if p)
+        return tuple(p for p in (self.store.sqlite_path, str(self.cache.root), str(default_build_root())) if p)
 
     def resume(self) -> None:
         """Check again the submissions a stopped server left checking."""
@@ -201,9 +218,22 @@ class SubmissionChecks:
         row = submission(self.store, sid)
         if row is not None and not archive_in_use(self.store, row.archive, besides=sid):
             try:
+                if row.command == PACKAGE_SPEC:
+                    self._remove_build(row.archive)
                 self.cache.remove(row.archive)
             except ArchiveError as exc:
                 log.warning("the unpacked copy of rejected submission %d stays: %s", sid, exc)
+
+    def _remove_build(self, sha256: str) -> None:
+        """The build of a rejected package, if its check made one (best effort: a leftover is space)."""
+        folder = self.cache.root / sha256
+        try:
+            manifest = read_manifest(folder)
+            runtime = self.runtimes.get(manifest.runtime)
+            if runtime is not None:
+                Builder(self.sandbox).remove(folder, manifest, runtime)
+        except (PackageError, OSError) as exc:
+            log.warning("the build of rejected package %s stays: %s", sha256[:12], exc)
 
     def _check(self, sid: int) -> None:
         row = submission(self.store, sid)
@@ -214,12 +244,25 @@ class SubmissionChecks:
         except ArchiveError as exc:
             self._reject(sid, f"the archive cannot be unpacked: {exc}", None)
             return
-        argv = check_command(self.settings, row.command, self.store.tournament(self.tid).settings, self.private)
+        with tempfile.TemporaryDirectory(prefix="arena-check-") as work:
+            self._run_check(sid, row, folder, Path(work))
+
+    def _run_check(self, sid: int, row: SubmissionRow, folder: Path, work: Path) -> None:
+        """Run `referee check` on the submission: a package as the archive it was sent as (so the
+        check finds its copy unpacked, and builds it into the cache the ladder's games use); an
+        older submission's command at its unpacked folder."""
+        target = folder
+        if row.command == PACKAGE_SPEC:
+            target = work / f"{bot_name(row.user, row.version)}.tar.gz"
+            target.write_bytes(self.store.archive_content(row.archive) or b"")
+        argv = check_command(self.settings, row.command, self.store.tournament(self.tid).settings, target,
+                             self.private)
         with self._lock:
             if self._stopping:
                 return
-            process = subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, text=True, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True, errors="replace")
+            process = subprocess.Popen(argv, cwd=folder if target == folder else work, stdout=subprocess.PIPE,
+                                       text=True, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True, errors="replace")
             self._running.add(process)
         try:
             output, _ = process.communicate(timeout=self.settings.check_timeout_s)

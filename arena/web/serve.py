@@ -10,7 +10,6 @@ import uvicorn
 from uvicorn.config import LOGGING_CONFIG
 
 from referee.logs import configured_format
-
 from referee.metrics import serve_metrics
 
 from ..errors import UsageError, quoted

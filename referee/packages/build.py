@@ -163,6 +163,20 @@ class Builder:
             return f"its folder is larger than {s.build_size_mib} MiB (build_size_mib)"
         return None
 
+    def remove(self, source: Path, manifest: Manifest, runtime: Runtime) -> None:
+        """Delete the build of ``source`` here, if there is one (a rejected submission's: nothing
+        will play it, and a build may be far larger than its package)."""
+        if manifest.build is None:
+            return
+        key = self.key(source, manifest, runtime)
+        with contextlib.suppress(OSError):
+            (self.root / f"{key}.tree").unlink()
+        if (self.root / key).is_dir():
+            aside = self.root / f".{key[:16]}.removed.{uuid.uuid4().hex[:8]}"
+            with contextlib.suppress(OSError):
+                os.rename(self.root / key, aside)
+                remove_tree(aside)
+
     def _keep(self, package: Path, key: str) -> None:
         """The built folder made the referee's again and read-only for all, its digest written,
         and moved into place (rename: no one sees half of it)."""

@@ -10,18 +10,21 @@ submission check all come through here."""
 from __future__ import annotations
 
 import asyncio
+import io
 import os
+import posixpath
 import shutil
+import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..bots.endpoint import BotEndpoint
 from ..sandbox.settings import SandboxSettings
-from .archive import CheckedArchive, check_archive, read_archive_file
+from .archive import CheckedArchive, check_archive, open_archive, read_archive_file
 from .build import Builder, Built
 from .cache import UnpackCache
-from .manifest import MANIFEST, Manifest, PackageError, read_manifest
+from .manifest import MANIFEST, MAX_MANIFEST_BYTES, Manifest, PackageError, parse_manifest, read_manifest
 from .runtimes import Runtime, default_runtimes
 from .tree import pack
 
@@ -116,3 +119,21 @@ def endpoint(label: str, manifest: Manifest, runtime: Runtime, root: Path, archi
     env = {**dict(manifest.env), **dict(runtime.env), "PATH": runtime.path_env}
     return BotEndpoint(spec=label, command=(path, *arguments), cwd=str(root), env=tuple(sorted(env.items())),
                        archive=archive, read_only=runtime.folders)
+
+
+def manifest_of(content: bytes) -> Manifest:
+    """The checked bot.toml of a package archive's bytes, read without unpacking it (the web's
+    upload, a tournament file's package); PackageError when it has none or it is wrong."""
+    _, tar_bytes = open_archive(content)
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+        for member in tar:
+            if member.isfile() and posixpath.normpath(member.name) == MANIFEST:
+                if member.size > MAX_MANIFEST_BYTES:
+                    raise PackageError(f"{MANIFEST} is larger than {MAX_MANIFEST_BYTES // 1024} KiB")
+                extracted = tar.extractfile(member)
+                assert extracted is not None
+                try:
+                    return parse_manifest(extracted.read().decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise PackageError(f"{MANIFEST} is not UTF-8 text") from None
+    raise PackageError(f"it has no {MANIFEST} at its root: not a bot package (docs/packages.md)")

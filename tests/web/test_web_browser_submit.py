@@ -1,6 +1,7 @@
-"""Submission in a real browser: a user logs in with the token `arena users add` gave, uploads a
-bot archive through the form of `arena web --submit LADDER` (a process), watches the verdict of the
-real check in the real sandbox, and finds the new version on the ladder's leaderboard."""
+"""Submission in a real browser: a user logs in with the token `arena users add` gave, downloads a
+starter kit from the submit page, uploads it through the form of `arena web --submit LADDER` (a
+process), watches the verdict of the real check (the kit built and played in the real sandbox),
+and finds the new version on the ladder's leaderboard."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from arena.play.archives import CACHE_ENV
 from arena.store.store import Store
 from arena.store.users import add_user
 from tests.web.browser_support import WebServer, screenshot, serve
-from tests.web.test_web_submit import LADDER, RANDOM, TIME_CONTROL, archive
+from tests.web.test_web_submit import LADDER, TIME_CONTROL
 
 if TYPE_CHECKING:  # the module imports without playwright: its tests then skip (browser_support says why)
     from playwright.sync_api import Page
@@ -33,8 +34,7 @@ def submit_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[We
         token = add_user(store, "alice")
     finally:
         store.close()
-    upload = folder / "bot.tar.gz"
-    upload.write_bytes(archive())
+    upload = folder / "greedy.tar.gz"  # where the browser's download is saved
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CACHE_ENV, str(folder / "cache"))  # the server's archive cache, in this test's folder
         with serve(db, folder, "--submit", LADDER) as server:
@@ -51,8 +51,10 @@ def test_a_submission_is_accepted_checked_and_enters_the_ladder(
         page.click("form.stacked button[type=submit]")
     assert page.url == server.url("/submit")
     screenshot(page, "submit")
+    with page.expect_download() as download:  # the greedy kit, from the page's list of starter kits
+        page.click("#kits a[href$='/greedy.tar.gz']")
+    download.value.save_as(upload)
     page.set_input_files("input[name=archive]", str(upload))
-    page.fill("input[name=command]", RANDOM)
     with page.expect_navigation():
         page.click("form.stacked button[type=submit]")
     assert "/submissions/" in page.url

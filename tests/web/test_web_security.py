@@ -28,11 +28,11 @@ needs_bwrap = pytest.mark.skipif(probe().bwrap_problem is not None,
                                  reason=f"bubblewrap cannot run here: {probe().bwrap_problem}")
 
 
-def reader_archive() -> bytes:
+def reader_archive(run: str) -> bytes:
     """A bot that reads (or lists) the paths its command names, reports what it got in its log (the
-    check's report), then plays legal moves: tests/bots/hostile/read_files.py."""
+    check's report), then plays legal moves: tests/bots/hostile/read_files.py, run as ``run``."""
     return archive([member("_bot.py", (HOSTILE / "_bot.py").read_bytes()),
-                    member("read_files.py", (HOSTILE / "read_files.py").read_bytes())], sample=False)
+                    member("read_files.py", (HOSTILE / "read_files.py").read_bytes())], sample=False, run=run)
 
 
 def reads_in(report: str) -> dict[str, Any]:
@@ -73,8 +73,8 @@ def test_a_submitted_bot_reads_nothing_of_other_archives_the_database_or_the_ser
     # `python -c CODE PATH...`: the code runs the reader from the bot's folder, and the first
     # argument that names a file is the audit's path (the old rule took its folder as the bot's)
     code = "import runpy, sys; sys.argv[0] = 'read_files.py'; runpy.run_path('read_files.py', run_name='__main__')"
-    command = shlex.join([sys.executable, "-c", code, *targets, "--exit"])  # rejected: its log in the report
-    sent = send(web, reader_archive(), command=command, headers=bearer(tokens["bob"]))
+    command = shlex.join(["python", "-c", code, *targets, "--exit"])  # rejected: its log in the report
+    sent = send(web, reader_archive(command), headers=bearer(tokens["bob"]))
     assert sent.status_code == 202, sent.text
     done = verdict(web, sent.json()["submission"]["id"], tokens["bob"])
     assert done["status"] == "rejected", done
@@ -154,10 +154,7 @@ def test_a_failure_reason_is_public_without_the_command_or_paths() -> None:
 
 def failing_archive(tag: bytes = b"") -> bytes:
     """A bot that exits at once: its check ends in a second or two, rejected."""
-    return archive([member("bot.py", b"raise SystemExit(3)\n" + tag)], sample=False)
-
-
-FAILING = f"{sys.executable} bot.py"
+    return archive([member("bot.py", b"raise SystemExit(3)\n" + tag)], sample=False, run="python bot.py")
 
 
 def test_the_check_queue_takes_users_in_turn() -> None:
@@ -188,9 +185,9 @@ def test_one_users_burst_delays_anothers_check_by_one_check_at_most(ladder_db: s
     second, before alice's second and third."""
     alice, bob = tokens["alice"], tokens["bob"]
     for web_app in client_for(ladder_db, submit="open", check_games=1, check_timeout_s=120, max_in_flight=3):
-        sids = [send(web_app, failing_archive(bytes([n])), command=FAILING, headers=bearer(alice)).json()
+        sids = [send(web_app, failing_archive(bytes([n])), headers=bearer(alice)).json()
                 ["submission"]["id"] for n in range(3)]
-        theirs = send(web_app, failing_archive(b"bob"), command=FAILING, headers=bearer(bob)).json()["submission"]["id"]
+        theirs = send(web_app, failing_archive(b"bob"), headers=bearer(bob)).json()["submission"]["id"]
         done = {sid: verdict(web_app, sid, alice) for sid in sids}
         bobs = verdict(web_app, theirs, bob)
     order = sorted([(d["finished_at"], sid) for sid, d in done.items()] + [(bobs["finished_at"], theirs)])
@@ -210,8 +207,7 @@ def test_a_burst_of_one_users_submissions_is_refused_in_one_line_and_takes_each_
 
     content = failing_archive()
     boundary = "arena-test-boundary"
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"command\"\r\n\r\n{FAILING}\r\n"
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"archive\"; filename=\"bot.tar.gz\"\r\n"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"archive\"; filename=\"bot.tar.gz\"\r\n"
             "Content-Type: application/gzip\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
 
     def post(server_url: str, token: str) -> tuple[int, dict[str, str], str]:
@@ -253,11 +249,11 @@ def test_a_burst_of_one_users_submissions_is_refused_in_one_line_and_takes_each_
 def test_an_hours_submissions_and_the_bytes_kept_are_limited_per_user(ladder_db: str, tokens: dict[str, str]) -> None:
     alice, bob = tokens["alice"], tokens["bob"]
     for web_app in client_for(ladder_db, submit="open", check_games=1, check_timeout_s=120, max_per_hour=2):
-        first = [send(web_app, failing_archive(bytes([n])), command=FAILING, headers=bearer(alice)) for n in range(2)]
+        first = [send(web_app, failing_archive(bytes([n])), headers=bearer(alice)) for n in range(2)]
         assert [a.status_code for a in first] == [202, 202]
         for answer in first:
             verdict(web_app, answer.json()["submission"]["id"], alice)
-        third = send(web_app, failing_archive(b"3"), command=FAILING, headers=bearer(alice))
+        third = send(web_app, failing_archive(b"3"), headers=bearer(alice))
         assert third.status_code == 429 and 3000 < int(third.headers["retry-after"]) <= 3600, third.text
         assert "2 submissions in the last hour" in third.json()["error"]
     for web_app in client_for(ladder_db, submit="open", max_kept_bytes=1024):
@@ -274,7 +270,7 @@ def test_a_rejected_submissions_unpacked_copy_goes_at_once_and_prune_deletes_its
     bob = tokens["bob"]
     cache = tmp_path / "cache"
     for web_app in client_for(ladder_db, submit="open", check_games=1, check_timeout_s=120):
-        sent = send(web_app, failing_archive(), command=FAILING, headers=bearer(bob))
+        sent = send(web_app, failing_archive(), headers=bearer(bob))
         done = verdict(web_app, sent.json()["submission"]["id"], bob)
         assert done["status"] == "rejected"
     sha = done["archive_sha256"]

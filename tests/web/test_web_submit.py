@@ -5,6 +5,7 @@ oversized uploads and every kind of bad archive refused, bot-chosen text shown e
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from tests.arena.test_arena_archives import gzipped, member, sample_members, tar
 from tests.web.web_support import client_for
 
 LADDER = "open"
-RANDOM = f"{sys.executable} random_bot.py"  # the sample random bot at the archive's root
+RANDOM = "python random_bot.py"  # the sample random bot at the package's root, as its bot.toml runs it
 CHECK_WAIT_S = 120.0  # a check of 2 x 1 games of real sandboxed bots; bounded by check_timeout_s too
 TIME_CONTROL = {"move_time_ms": 2000, "grace_ms": 50, "startup_time_ms": 10_000, "cpu_time_ms": 0,
                 "bank_initial_ms": 0, "bank_increment_ms": 0}
@@ -86,13 +87,20 @@ def log_in(web: TestClient, token: str) -> str:
     return csrf_of(web.get("/submit").text)
 
 
-def archive(extra: list[tuple[tarfile.TarInfo, bytes | None]] | None = None, sample: bool = True) -> bytes:
-    return gzipped(tar_bytes([*(sample_members() if sample else []), *(extra or [])]))
+def manifest(run: str = RANDOM, runtime: str = "python") -> tuple[tarfile.TarInfo, bytes | None]:
+    """A bot.toml member running ``run`` in ``runtime``."""
+    return member("bot.toml", f"runtime = {runtime!r}\nrun = {json.dumps(run)}\n".encode())
 
 
-def send(web: TestClient, content: bytes, command: str = RANDOM, headers: dict[str, str] | None = None,
-         csrf: str | None = None) -> Any:
-    data = {"command": command, **({"csrf": csrf} if csrf else {})}
+def archive(extra: list[tuple[tarfile.TarInfo, bytes | None]] | None = None, sample: bool = True,
+            run: str | None = RANDOM) -> bytes:
+    """A bot package: the sample bots (``sample``), ``extra``, and a bot.toml running ``run`` (None: none)."""
+    toml = [manifest(run)] if run is not None else []
+    return gzipped(tar_bytes([*(sample_members() if sample else []), *(extra or []), *toml]))
+
+
+def send(web: TestClient, content: bytes, headers: dict[str, str] | None = None, csrf: str | None = None) -> Any:
+    data = {**({"csrf": csrf} if csrf else {})}
     return web.post("/submit", files={"archive": ("bot.tar.gz", content, "application/gzip")}, data=data,
                     headers=headers or {}, follow_redirects=False)
 
@@ -180,7 +188,7 @@ def test_an_authorization_header_of_another_scheme_does_not_skip_the_csrf_check(
     assert "<strong>alice</strong>" in web.get("/submit", headers={"authorization": "Basic x"}).text, \
         "still logged in: another scheme is no token, the cookie's session it is"
     files = {"archive": ("bot.tar.gz", archive(), "application/gzip")}
-    refused = web.post("/submit", data={"command": RANDOM}, files=files, headers={"authorization": "Basic x"},
+    refused = web.post("/submit", data={}, files=files, headers={"authorization": "Basic x"},
                        follow_redirects=False)
     assert refused.status_code == 403 and "CSRF" in refused.text
     # a bearer token that is a user's needs none: a browser never sends one by itself
@@ -204,7 +212,7 @@ def test_a_removed_users_session_and_token_stop_working(web: TestClient, tokens:
 def test_a_form_without_the_sessions_csrf_token_is_refused(web: TestClient, tokens: dict[str, str], path: str,
                                                            csrf: str | None) -> None:
     log_in(web, tokens["alice"])
-    data = {"token": tokens["alice"], "command": RANDOM, **({"csrf": csrf} if csrf else {})}
+    data = {"token": tokens["alice"], **({"csrf": csrf} if csrf else {})}
     files = {"archive": ("bot.tar.gz", archive(), "application/gzip")} if path == "/submit" else None
     refused = web.post(path, data=data, files=files, follow_redirects=False)
     assert refused.status_code == 403 and "CSRF" in refused.text, refused.text
@@ -288,7 +296,7 @@ def test_a_bot_that_fails_the_check_is_rejected_with_the_reason_and_its_output_e
         web: TestClient, tokens: dict[str, str], ladder_db: str) -> None:
     hostile = "<script>alert('owned')</script>"
     program = f"import sys\nprint({hostile!r}, file=sys.stderr)\nsys.exit(3)\n".encode()
-    sent = send(web, archive([member("bot.py", program)], sample=False), command=f"{sys.executable} bot.py",
+    sent = send(web, archive([member("bot.py", program)], sample=False, run="python bot.py"),
                 headers=bearer(tokens["bob"]))
     assert sent.status_code == 202, sent.text
     sid = sent.json()["submission"]["id"]
@@ -318,26 +326,26 @@ def test_an_oversized_upload_is_refused_before_it_is_read(ladder_db: str, tokens
         assert just_over.status_code == 413
 
 
-@pytest.mark.parametrize("content, command, said", [
-    (b"not a gzip file", RANDOM, "is not a gzip'd tar archive"),
-    (gzipped(b"not a tar stream" * 100), RANDOM, "holds no valid tar archive"),
-    (archive([member("/etc/evil", b"x")]), RANDOM, "has an absolute path"),
-    (archive([member("../evil", b"x")]), RANDOM, "has .. in its path"),
-    (archive([member("casino_bot/../../evil", b"x")]), RANDOM, "has .. in its path"),
-    (archive([member("out", kind=tarfile.SYMTYPE, link="/etc/passwd")]), RANDOM, "outside the archive"),
-    (archive([member("up", kind=tarfile.SYMTYPE, link="../../x")]), RANDOM, "outside the archive"),
-    (archive([member("hard", kind=tarfile.LNKTYPE, link="/etc/shadow")]), RANDOM, "hard link"),
-    (archive([member("dev", kind=tarfile.CHRTYPE)]), RANDOM, "device file"),
-    (archive([member("fifo", kind=tarfile.FIFOTYPE)]), RANDOM, "FIFO"),
-    (archive(), "./missing_bot", "is not in the archive"),
-    (archive(), "127.0.0.1:9000", "is an address"),
-    (archive(), "", "no command"),
+@pytest.mark.parametrize("content, said", [
+    (b"not a gzip file", "is not a gzip'd tar archive"),
+    (gzipped(b"not a tar stream" * 100), "holds no valid tar archive"),
+    (archive([member("/etc/evil", b"x")]), "has an absolute path"),
+    (archive([member("../evil", b"x")]), "has .. in its path"),
+    (archive([member("casino_bot/../../evil", b"x")]), "has .. in its path"),
+    (archive([member("out", kind=tarfile.SYMTYPE, link="/etc/passwd")]), "outside the archive"),
+    (archive([member("up", kind=tarfile.SYMTYPE, link="../../x")]), "outside the archive"),
+    (archive([member("hard", kind=tarfile.LNKTYPE, link="/etc/shadow")]), "hard link"),
+    (archive([member("dev", kind=tarfile.CHRTYPE)]), "device file"),
+    (archive([member("fifo", kind=tarfile.FIFOTYPE)]), "FIFO"),
+    (archive(run=None), "has no bot.toml at its root"),
+    (gzipped(tar_bytes([*sample_members(), member("bot.toml", b'runtime = "python"\nrn = "x"\n')])),
+     'unknown key "rn" (did you mean "run"?)'),
+    (gzipped(tar_bytes([*sample_members(), manifest(runtime="cobol")])), 'runtime "cobol" is not offered here'),
 ], ids=["not-gzip", "not-tar", "absolute", "dotdot", "dotdot-inside", "symlink-absolute", "symlink-up", "hardlink-out",
-        "device", "fifo", "program-missing", "address", "no-command"])
-def test_a_bad_archive_or_command_is_refused_with_its_reason(web: TestClient, tokens: dict[str, str],
-                                                             content: bytes, command: str, said: str,
-                                                             ladder_db: str) -> None:
-    refused = send(web, content, command=command, headers=bearer(tokens["alice"]))
+        "device", "fifo", "no-manifest", "manifest-typo", "runtime-unknown"])
+def test_a_bad_package_is_refused_with_its_reason(web: TestClient, tokens: dict[str, str], content: bytes, said: str,
+                                                 ladder_db: str) -> None:
+    refused = send(web, content, headers=bearer(tokens["alice"]))
     assert refused.status_code == 400 and said in refused.json()["error"], refused.text
     store = Store(ladder_db, read_only=True)
     with store.session() as s:
@@ -375,7 +383,7 @@ def test_a_check_that_runs_too_long_is_stopped_and_rejected_and_its_bot_killed(
 
     hang = b"import time\ntime.sleep(600)\n"  # never answers: the check cannot end before its startup limit (10 s)
     for web in client_for(ladder_db, submit=LADDER, check_games=1, check_timeout_s=2):
-        sent = send(web, archive([member("hang_bot.py", hang)], sample=False), command=f"{sys.executable} hang_bot.py",
+        sent = send(web, archive([member("hang_bot.py", hang)], sample=False, run="python hang_bot.py"),
                     headers=bearer(tokens["alice"]))
         done = verdict(web, sent.json()["submission"]["id"], tokens["alice"])
         assert done["status"] == "rejected" and "took longer than 2 s" in done["reason"], done

@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import func, select
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import NoMatchFound
 
 from ...store.models import Bot, Game, Tournament, as_utc

@@ -1,6 +1,6 @@
-"""/submit and /submissions/{id}: a logged-in user uploads a bot archive (.tar.gz) with the command
-that runs it at the archive's root; it is checked at once (arena/bot_archive.py: format, paths,
-links, sizes; the command against its files) on the upload threads (none of the request threads
+"""/submit and /submissions/{id}: a logged-in user uploads a bot package (a .tar.gz with bot.toml
+at its root, docs/packages.md); it is checked at once (referee/packages/archive.py: format, paths,
+links, sizes; its bot.toml, and that its runtime is offered here) on the upload threads (none of the request threads
 every page needs; one upload of a user at a time), stored within the user's limits
 (arena/store/submissions.py: checks in flight, an hour, bytes kept; a refusal is one line, a 429
 with Retry-After where waiting helps), and its conformance check is queued (arena/web/checks.py).
@@ -10,6 +10,7 @@ check's output holds their bot's log)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -20,21 +21,32 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import Message
 
-from referee.bots.endpoint import BotEndpoint
+from referee.packages.archive import ArchiveError, CheckedArchive, check_archive
+from referee.packages.load import manifest_of
+from referee.packages.manifest import PackageError
+from referee.packages.runtimes import Runtime
 
-from referee.packages.archive import ArchiveError, CheckedArchive, check_archive, command_problem
-from ...errors import quoted
+from ...config import PACKAGE_SPEC
+from ...errors import one_line, quoted
 from ...store.models import as_utc
-from ...store.submissions import (SubmissionLimits, SubmissionRefused, SubmissionRow, bot_name, new_submission,
-                                  precheck, submission, submissions_of)
+from ...store.submissions import (
+    SubmissionLimits,
+    SubmissionRefused,
+    SubmissionRow,
+    bot_name,
+    new_submission,
+    precheck,
+    submission,
+    submissions_of,
+)
 from ...store.users import UserRow
 from ..auth import CSRF_FIELD, check_csrf, csrf_token, require_user
 from ..negotiate import page, wants_json
 from ..settings import MIB, WebSettings
 from .common import path_id, store_of
+from .kits import kit_list
 
-FORM_SLACK = 64 * 1024  # what a form adds to its archive: the command, the CSRF token, multipart headers
-MAX_COMMAND_CHARS = 1000
+FORM_SLACK = 64 * 1024  # what a form adds to its archive: the CSRF token, multipart headers
 
 
 def _settings(request: Request) -> WebSettings:
@@ -59,6 +71,9 @@ def _submit_page(request: Request, user: UserRow, ladder: str, error: str | None
     rows = submissions_of(store_of(request), user.id)
     limit = _settings(request).max_upload_bytes
     return page(request, "submit.html", {
+        "runtimes": [{"name": r.name, "description": r.description, "offers": list(r.offers), "problem": r.problem}
+                     for r in request.app.state.runtimes.values()],
+        "kits": kit_list(request),
         "ladder": ladder, "user": user.name, "next_bot": bot_name(user.name, _next_version(rows, ladder)),
         "max_upload_bytes": limit, "max_upload": f"{limit / MIB:g} MiB", "error": error,
         "csrf": csrf_token(request), "submissions": [_listed(r) for r in rows],
@@ -134,56 +149,46 @@ async def _upload(request: Request, user: UserRow, ladder: str) -> Response:
 
     form = await Request(request.scope, replay).form(max_files=1, max_fields=8, max_part_size=FORM_SLACK)
     check_csrf(request, form.get(CSRF_FIELD))
-    command, upload = form.get("command"), form.get("archive")
+    upload = form.get("archive")
     if not isinstance(upload, UploadFile):
-        return await run_in_threadpool(_refused, request, user, ladder,
-                                       "no archive: send the bot's files as a .tar.gz in the field archive")
+        return await run_in_threadpool(_refused, request, user, ladder, "no package: send the bot's folder as a "
+                                       ".tar.gz with bot.toml at its root, in the field archive")
     content = await upload.read(limit + 1)
     await form.close()
     if len(content) > limit:
         raise HTTPException(413, _too_large(request))
-    if problem := _command_problem(command):
-        return await run_in_threadpool(_refused, request, user, ladder, problem)
-    assert isinstance(command, str)
-    command = command.strip()
     # gunzip and every check of the archive: on the upload threads, so a page never waits for them
-    checked = await asyncio.get_running_loop().run_in_executor(request.app.state.upload_pool, _checked, content, command)
+    checked = await asyncio.get_running_loop().run_in_executor(request.app.state.upload_pool, _checked, content,
+                                                               request.app.state.runtimes)
     if isinstance(checked, str):
         return await run_in_threadpool(_refused, request, user, ladder, checked)
-    return await run_in_threadpool(_take, request, user, ladder, command, content, checked)
+    return await run_in_threadpool(_take, request, user, ladder, content, checked)
 
 
-def _command_problem(command: object) -> str | None:
-    """Why a form's command cannot be a submitted bot's, or None."""
-    if not isinstance(command, str) or not command.strip():
-        return "no command: say how to start the bot at the archive's root, e.g. python3 bot.py"
-    command = command.strip()
-    if len(command) > MAX_COMMAND_CHARS or not command.isprintable():
-        return f"the command must be one line of at most {MAX_COMMAND_CHARS} printable characters, not {quoted(command)}"
-    if BotEndpoint.is_address(command):
-        return f"{quoted(command)} is an address: a submitted bot is a command the arena starts from its archive"
-    return None
-
-
-def _checked(content: bytes, command: str) -> CheckedArchive | str:
-    """The archive checked and the command against it; or why it is refused."""
+def _checked(content: bytes, runtimes: Mapping[str, Runtime]) -> CheckedArchive | str:
+    """The package checked: the archive (every limit), its bot.toml, its runtime offered here; or
+    why it is refused (one line)."""
     try:
         checked = check_archive(content)
+        manifest = manifest_of(content)
     except ArchiveError as exc:
         return f"the archive {exc}"
-    if problem := command_problem(checked, command, None):
-        return f"the command cannot start from the archive: {problem}"
+    except PackageError as exc:
+        return f"the package: {one_line(str(exc))}"
+    runtime = runtimes.get(manifest.runtime)
+    if runtime is None or runtime.problem:
+        offered = ", ".join(name for name, r in runtimes.items() if not r.problem)
+        return f"the package's runtime {quoted(manifest.runtime)} is not offered here (the runtimes: {offered})"
     return checked
 
 
-def _take(request: Request, user: UserRow, ladder: str, command: str, content: bytes,
-          checked: CheckedArchive) -> Response:
+def _take(request: Request, user: UserRow, ladder: str, content: bytes, checked: CheckedArchive) -> Response:
     """Store a checked upload as the user's next submission and queue its check; or refuse it
     for the user's limits."""
     state = request.app.state
     try:
         row = new_submission(state.write_store, user.id, state.submit_tid, checked.sha256, content,
-                             checked.unpacked_bytes, command, limits_of(_settings(request)))
+                             checked.unpacked_bytes, PACKAGE_SPEC, limits_of(_settings(request)))
     except SubmissionRefused as refused:
         return _over(request, user, ladder, refused)
     state.checks.start(row.id)
