@@ -1,4 +1,4 @@
-"""The Node.js and C++ sample bots carry their own copy of the protocol (a sandboxed bot reads only
+"""The Node.js, C++ and Go sample bots carry their own copy of the protocol (a sandboxed bot reads only
 its own folder, and a bot package builds from its own files): each copy is the repository's
 proto/casino/v1 files, byte for byte."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-KITS = ("node", "cpp")
+KITS = ("node", "cpp", "go")
 
 
 @pytest.mark.parametrize("kit", KITS)
