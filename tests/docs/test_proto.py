@@ -83,13 +83,15 @@ CODEGEN = _codegen_commands()
 
 
 def _tools(argv: list[str]) -> list[str]:
-    """The programs a documented command needs: itself and, for protoc, its plugins."""
+    """The programs a documented command needs: itself and, for protoc, its plugins (a plugin
+    named by ``--plugin=protoc-gen-NAME=PATH`` is that PATH, else ``protoc-gen-NAME`` on PATH)."""
     tools = [argv[0]]
     if Path(argv[0]).name == "protoc":
+        given = dict(m.groups() for arg in argv[1:] if (m := re.match(r"--plugin=protoc-gen-([\w-]+)=(.+)", arg)))
         for arg in argv[1:]:
             out = re.match(r"--([\w-]+)_out=", arg)
             if out and out.group(1) not in PROTOC_BUILTIN_OUTPUTS:
-                tools.append(f"protoc-gen-{out.group(1)}")
+                tools.append(given.get(out.group(1), f"protoc-gen-{out.group(1)}"))
     return tools
 
 
@@ -117,8 +119,8 @@ def _run_codegen(language: str, folder: Path) -> None:
 
 
 def test_codegen_examples_cover_the_documented_languages() -> None:
-    """Section 11 gives Python, Go and Ruby commands, each language at least one."""
-    assert {"Python", "Go", "Ruby"} <= set(CODEGEN), sorted(CODEGEN)
+    """Section 11 gives Python, Go, Ruby and C++ commands, each language at least one."""
+    assert {"Python", "Go", "Ruby", "C++"} <= set(CODEGEN), sorted(CODEGEN)
     assert all(CODEGEN.values()), CODEGEN
 
 
@@ -168,4 +170,20 @@ def test_documented_go_stubs_build(tmp_path: Path) -> None:
         env["GOCACHE"] = str(tmp_path / "gocache")  # else go's own build cache: grpc is compiled once, not every run
     done = subprocess.run(["go", "build", "example.com/mybot/casinov1"], cwd=workspace, env=env,
                           capture_output=True, text=True, timeout=CODEGEN_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_documented_cpp_stubs_compile(tmp_path: Path) -> None:
+    """The C++ stubs generated as documented compile with the check line the document gives
+    (against the system's gRPC and protobuf headers)."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not on PATH")
+    if not Path("/usr/include/grpcpp/grpcpp.h").is_file():
+        pytest.skip("no grpc++ headers in /usr/include (Debian: libgrpc++-dev)")
+    _run_codegen("C++", tmp_path)
+    text = PROTOCOL_DOC.read_text(encoding="utf-8")
+    check = re.search(r"`(g\+\+ -std=c\+\+17 -fsyntax-only [^`]+)`", text)
+    assert check, "section 11 gives no g++ line that checks the C++ stubs"
+    done = subprocess.run(shlex.split(check.group(1)), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=CODEGEN_TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr
