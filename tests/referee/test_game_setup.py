@@ -43,7 +43,8 @@ def test_a_match_builds_its_games_through_the_same_place() -> None:
 
 def test_a_seeded_match_id_follows_everything_that_decides_the_games() -> None:
     """``referee match`` and ``check`` name a match by its seed, bots and settings: the same match
-    gets the same id (so the same game ids, which seeded bots play from), any other match another."""
+    (or a shorter one: its first games) gets the same id, so the same game ids, which seeded bots
+    play from; any other match another."""
     bots = [BotEndpoint.parse("unix:/tmp/a.sock"), BotEndpoint.parse("unix:/tmp/b.sock")]
     spec = MatchSpec(bots=bots, games=3, seed=10, time_control=TimeControl(move_time_ms=500))
     match_id = spec.seeded_match_id()
@@ -51,7 +52,9 @@ def test_a_seeded_match_id_follows_everything_that_decides_the_games() -> None:
     elsewhere = MatchSpec(bots=list(bots), games=3, seed=10, time_control=TimeControl(move_time_ms=500),
                           logs_dir=ROOT, records_dir=ROOT)
     assert elsewhere.seeded_match_id() == match_id, "where the output goes is no part of it"
-    others = [dataclasses.replace(spec, seed=11), dataclasses.replace(spec, games=2),
+    shorter = dataclasses.replace(spec, games=2)
+    assert shorter.seeded_match_id() == match_id, "game k is the same game in a longer match"
+    others = [dataclasses.replace(spec, seed=11),
               dataclasses.replace(spec, bots=bots[::-1]), dataclasses.replace(spec, rotate_seats=False),
               dataclasses.replace(spec, bots=[bots[0], BotEndpoint.parse("unix:/tmp/c.sock")]),
               dataclasses.replace(spec, bots=[dataclasses.replace(bots[0], env=(("CASINO_BOT_SEED", "1"),)), bots[1]]),

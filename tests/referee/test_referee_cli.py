@@ -68,13 +68,13 @@ def test_match_prints_each_game_and_a_summary(tmp_path: Path) -> None:
 def test_the_same_seeded_match_plays_the_same_games_again(tmp_path: Path) -> None:
     """The match id follows the seed (and the bots and options), so the same ``referee match``
     gives the same game ids, and the sample random bot, seeded by CASINO_BOT_SEED and its game id,
-    plays the same moves again: identical records. Another CASINO_BOT_SEED (passed to the sandboxed
-    bot by CASINO_SANDBOX_PASS_ENV) plays the same ids and decks, other moves. Each run's logs get
-    a folder of their own beside the first run's."""
-    def play(run: str, bot_seed: str) -> dict[str, dict[str, Any]]:
+    plays the same moves again: identical records; ``--games 1`` plays the first of them again.
+    Another CASINO_BOT_SEED (passed to the sandboxed bot by CASINO_SANDBOX_PASS_ENV) plays the same
+    ids and decks, other moves. Each run's logs get a folder of their own beside the first run's."""
+    def play(run: str, bot_seed: str, games: str = "2") -> dict[str, dict[str, Any]]:
         records = tmp_path / run
         passed = ",".join(filter(None, [os.environ.get("CASINO_SANDBOX_PASS_ENV"), "CASINO_BOT_SEED"]))
-        done = run_referee("match", "--bot", RANDOM_BOT, "--bot", RANDOM_BOT, "--seed", "5", "--games", "2",
+        done = run_referee("match", "--bot", RANDOM_BOT, "--bot", RANDOM_BOT, "--seed", "5", "--games", games,
                            "--move-time", "5000", "--records", str(records), "--logs", str(tmp_path / "logs"),
                            env={"CASINO_BOT_SEED": bot_seed, "CASINO_SANDBOX_PASS_ENV": passed})
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
@@ -85,17 +85,18 @@ def test_the_same_seeded_match_plays_the_same_games_again(tmp_path: Path) -> Non
         return {name: (r["game_id"], r["match_id"], r["seats"], r["engine"], r["failures"], r["result"])
                 for name, r in records.items()}
 
-    first, again, other = play("first", "7"), play("again", "7"), play("other", "8")
+    first, again, other, short = play("first", "7"), play("again", "7"), play("other", "8"), play("short", "7", "1")
     match_id = first[min(first)]["match_id"]
     assert list(first) == [f"{match_id}-g1.json", f"{match_id}-g2.json"]
     assert games(again) == games(first)
+    assert games(short) == {name: game for name, game in games(first).items() if name.endswith("-g1.json")}
     assert all(not r["failures"] for r in first.values())
     assert list(other) == list(first), "the bot's own seed is no part of the match id"
     decks = [r["engine"]["deals"][0]["deck"] for r in (*first.values(), *other.values())]
     assert decks[:2] == decks[2:], "the same decks"
     moves = [[d["moves"] for d in r["engine"]["deals"]] for r in (*first.values(), *other.values())]
     assert moves[:2] != moves[2:], "CASINO_BOT_SEED reached the bots"
-    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [match_id, f"{match_id}-2", f"{match_id}-3"]
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [match_id, *(f"{match_id}-{n}" for n in (2, 3, 4))]
     assert_no_bot_processes()
 
 
