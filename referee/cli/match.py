@@ -48,7 +48,9 @@ def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
     p.add_argument("--players", type=int, choices=(2, 3, 4), default=None, help="players per game (default: one per --bot)")
     p.add_argument("--individuals", action="store_true", help="4 players play for themselves")
     p.add_argument("--games", type=int, default=1, help="games in the match (default 1)")
-    p.add_argument("--seed", type=int, default=1, help="seed of game 1; game k uses seed + k - 1 (default 1)")
+    p.add_argument("--seed", type=int, default=1,
+                   help="seed of game 1; game k uses seed + k - 1 (default 1). The match id follows it, "
+                        "the bots and the options: the same command gives the same game ids")
     p.add_argument("--deck", metavar="FILE", help="first deal of every game from this deck (52 codes); later deals from the seed")
     p.add_argument("--move-time", type=int, default=1000, metavar="MS", help="per-move limit (default 1000)")
     p.add_argument("--grace", type=int, default=50, metavar="MS", help="slack past the limit (default 50)")
@@ -89,6 +91,7 @@ def spec_from_args(args: argparse.Namespace, bots: list[str | BotEndpoint]) -> M
             policy=FailurePolicy(args.policy), max_strikes=args.max_strikes, rotate_seats=not args.no_rotate,
             auto_forced=not args.ask_forced, records_dir=Path(args.records) if args.records else None, logs_dir=Path(args.logs) if args.logs else None,
         )
+        spec = dataclasses.replace(spec, match_id=spec.seeded_match_id())  # the same command, the same game ids
     except (EndpointError, RulesError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     # the output folders last, once every option is known to be good
@@ -212,8 +215,9 @@ def safe_lines(lines: list[str]) -> list[str]:
 def cmd_check(args: argparse.Namespace) -> int:
     """Conformance check: games against itself and against the built-in random bot (``--players``
     3 or 4: in every seat, then in one seat beside random bots). The bot logs
-    go to ``--logs DIR`` when given, else to a temporary folder removed at the end (a failing
-    check prints the last lines of the failing bot's logs first)."""
+    go to ``--logs DIR`` when given, else to a temporary folder removed at the end; the output
+    says which (a failing check prints the last lines of the failing bot's logs first). The match
+    ids follow the seed (MatchSpec.seeded_match_id): a bot seeded from its game id replays its games."""
     from ..packages.build import BuildFailed
 
     random_bot = f"{sys.executable} -m referee.bots.builtin --seed {args.seed}"
@@ -284,8 +288,8 @@ def _check(args: argparse.Namespace, candidate: str | BotEndpoint, matches: list
                   f"p99 {percentile(cpu, 0.99):.2f}, max {cpu[-1]:.2f} over {len(cpu)} moves ({limit})")
         if kept:
             print(f"  bot logs: {report.logs_dir}")
-    if not kept:
-        print("\nbot logs: not kept (--logs DIR keeps them)" + (
+    if not kept:  # where they were, so a reader never looks for them in vain
+        print(f"\nbot logs: in {logs} while the check ran, deleted at its end (--logs DIR keeps them)" + (
             "; the last lines of each failing process's log:" if failing_logs else ""))
         for title, path in failing_logs:
             print(f"  {path.name}, {title}:")

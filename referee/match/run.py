@@ -39,6 +39,21 @@ def record_json(record: dict[str, Any]) -> str:
     return json.dumps(record, indent=1) + "\n"
 
 
+def match_log_folder(root: Path, match_id: str) -> Path:
+    """A new folder for a match's bot logs under ``root``: ``<match_id>``, or ``<match_id>-2``, ``-3``
+    ... when a match of that id (the same seeded match run again) left its logs there, so each run's
+    logs start empty, with the whole log cap (made with mkdir, never shared by two runs at once)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for n in itertools.count(1):
+        folder = root / (match_id if n == 1 else f"{match_id}-{n}")
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return folder
+    raise AssertionError("unreachable")
+
+
 def write_record(folder: Path, report: GameReport) -> None:
     """Keep a finished game's record as ``<folder>/<game_id>.json``."""
     (folder / f"{report.game_id}.json").write_text(record_json(report.record), encoding="utf-8")
@@ -55,8 +70,11 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MO
     launcher = launcher or default_launcher()
     if keep_record is None and spec.records_dir:
         keep_record = functools.partial(write_record, spec.records_dir)
+    # a caller's id (the command line's follows the seed: MatchSpec.seeded_match_id), else a random
+    # one: the Referee service's matches, several clients' at once, each with its records and logs
     match_id = spec.match_id or uuid.uuid4().hex[:12]
-    logs_dir = spec.logs_dir / match_id if spec.logs_dir else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-"))
+    logs_dir = (match_log_folder(spec.logs_dir, match_id) if spec.logs_dir
+                else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-")))
     private_folder(logs_dir)
     if spec.records_dir:
         spec.records_dir.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,8 @@ and one game's setup (GameSetup), which is serialisable so a queue job can carry
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +104,23 @@ class MatchSpec:
     @property
     def settings(self) -> GameSettings:
         return GameSettings(self.options, self.time_control, self.policy, self.max_strikes, self.auto_forced)
+
+    def seeded_match_id(self) -> str:
+        """A match id that follows the seed: 12 hex digits of a hash of everything that decides the
+        match's games (the bots as given, the seed, decks, rules, clocks, policy, seating), but not
+        how many there are (game k is the same game in a longer match, so ``--games k`` replays it).
+        The same match run again so has the same game ids, and a bot that seeds itself from its
+        game id plays the same games again; matches that differ in any of these get other ids, so
+        their records do not overwrite each other in one folder. ``referee match`` and ``check``
+        use it; the Referee service, whose clients may ask for the same match at once, does not."""
+        bots = [{"address": b.address, "command": list(b.command), "cwd": b.cwd, "env": dict(b.env),
+                 "archive": b.archive} for b in self.bots]
+        defining = {"bots": bots, "seed": self.seed, "decks": [list(d) for d in self.decks],
+                    "options": self.options.to_dict(), "time_control": self.time_control.to_dict(),
+                    "policy": self.policy.value, "max_strikes": self.max_strikes,
+                    "rotate_seats": self.rotate_seats, "auto_forced": self.auto_forced}
+        text = json.dumps(defining, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def game(self, match_id: str, game_number: int) -> GameSetup:
         """The setup of game ``game_number`` (1-based) of this match."""

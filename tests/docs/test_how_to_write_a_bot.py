@@ -2,10 +2,11 @@
 tournament file are run as written (real processes, real gRPC, a real SQLite database, the real
 sandbox), from the root of a repository laid out in a temporary folder (the page's bot next to the
 SDK and the sample bots, the interpreter at .venv); the engine names it calls public are the
-engine's public names."""
+engine's public names; its interpreter examples print what they say on the turn they describe."""
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import pytest
 
 import referee.wire.convert
 import referee.rules
+from casino.v1 import bot_pb2, game_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "how-to-write-a-bot.md").read_text(encoding="utf-8")
@@ -99,3 +101,29 @@ def test_the_engine_names_the_page_offers_are_public() -> None:
     assert {"resample", "observation", "legal_moves", "RANK"} <= names
     assert sorted(names - set(referee.rules.__all__)) == []
     assert all(hasattr(referee.wire.convert, name) for name in re.findall(r"`(\w+)`", wire))
+
+
+def worked_turn() -> bot_pb2.Turn:
+    """The Turn of docs/protocol.md section 3 (turn_id 3): seat 0 of a 2-player game of seed 3,
+    after "6H trail" and "3H build 9 6H", as the referee sends it."""
+    state = referee.rules.new_game(referee.rules.RuleOptions(players=2), seed=3)
+    plays = []
+    for move in ("6H trail", "3H build 9 6H"):
+        plays.append(game_pb2.PublicPlay(seat=state.to_move, move=move))
+        state = referee.rules.apply(state, move)
+    return referee.wire.convert.turn_to_pb("1ef61ae841d3-g1", 3, referee.rules.observation(state, 0),
+                                           referee.rules.legal_moves(state), 1000, 0, plays)
+
+
+def test_the_page_examples_print_what_they_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's ```pycon blocks, run as doctests on the turn they describe, with the SDK on the
+    path as it is for the page's bot (next to it)."""
+    monkeypatch.syspath_prepend(str(ROOT / "sample_bots" / "python"))
+    examples = blocks("pycon")
+    assert examples, "the page reads a turn in an interpreter session"
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    report: list[str] = []
+    for i, text in enumerate(examples):
+        test = doctest.DocTestParser().get_doctest(text, {"turn": worked_turn()}, f"pycon block {i + 1}", None, 0)
+        runner.run(test, out=report.append)
+    assert runner.tries and not runner.failures, "".join(report)

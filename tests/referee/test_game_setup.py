@@ -40,6 +40,31 @@ def test_a_match_builds_its_games_through_the_same_place() -> None:
     assert game == GameSetup.build(spec.settings, match_id="m1", game_number=2, seat_bots=[1, 0], seed=11)
 
 
+
+def test_a_seeded_match_id_follows_everything_that_decides_the_games() -> None:
+    """``referee match`` and ``check`` name a match by its seed, bots and settings: the same match
+    (or a shorter one: its first games) gets the same id, so the same game ids, which seeded bots
+    play from; any other match another."""
+    bots = [BotEndpoint.parse("unix:/tmp/a.sock"), BotEndpoint.parse("unix:/tmp/b.sock")]
+    spec = MatchSpec(bots=bots, games=3, seed=10, time_control=TimeControl(move_time_ms=500))
+    match_id = spec.seeded_match_id()
+    assert re.fullmatch(r"[0-9a-f]{12}", match_id)
+    elsewhere = MatchSpec(bots=list(bots), games=3, seed=10, time_control=TimeControl(move_time_ms=500),
+                          logs_dir=ROOT, records_dir=ROOT)
+    assert elsewhere.seeded_match_id() == match_id, "where the output goes is no part of it"
+    shorter = dataclasses.replace(spec, games=2)
+    assert shorter.seeded_match_id() == match_id, "game k is the same game in a longer match"
+    others = [dataclasses.replace(spec, seed=11),
+              dataclasses.replace(spec, bots=bots[::-1]), dataclasses.replace(spec, rotate_seats=False),
+              dataclasses.replace(spec, bots=[bots[0], BotEndpoint.parse("unix:/tmp/c.sock")]),
+              dataclasses.replace(spec, bots=[dataclasses.replace(bots[0], env=(("CASINO_BOT_SEED", "1"),)), bots[1]]),
+              dataclasses.replace(spec, time_control=TimeControl(move_time_ms=501)),
+              dataclasses.replace(spec, options=RuleOptions(players=2, max_deals=5)),
+              dataclasses.replace(spec, decks=[list(range(52))]), dataclasses.replace(spec, auto_forced=False),
+              dataclasses.replace(spec, policy=FailurePolicy.RANDOM_MOVE), dataclasses.replace(spec, max_strikes=1)]
+    ids = [other.seeded_match_id() for other in others]
+    assert match_id not in ids and len(set(ids)) == len(ids)
+
 def test_game_setup_round_trips_through_json() -> None:
     setup = GameSetup.build(SETTINGS, match_id="cup", game_number=7, seat_bots=[3, 0, 1, 2], seed=2**63,
                             decks=[list(range(52)), list(range(51, -1, -1))], game_id="cup-g7-x")

@@ -9,9 +9,13 @@ exits 1 explaining each failure for a misbehaving one. No bot process outlives t
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +31,7 @@ SUMMARY_ROW = re.compile(
     r"^(?P<name>\S+)\s+(?P<games>\d+)\s+(?P<w>\d+)\s+(?P<d>\d+)\s+(?P<l>\d+)\s+(?P<f>\d+)\s+[\d.]+\s+[\d.]+"
     r"\s+(?:[\d.]+\s+[\d.]+|-\s+-)$"  # the CPU columns: "-" for a bot whose CPU time was not measured (an address)
 )
+RANDOM_BOT = shlex.join([sys.executable, "sample_bots/python/random_bot.py"])  # seeded by CASINO_BOT_SEED
 
 
 
@@ -58,6 +63,53 @@ def test_match_prints_each_game_and_a_summary(tmp_path: Path) -> None:
     assert sorted(p.name for p in Path(logs[1]).iterdir()) == ["bot0.log", "bot1.log"]
     assert_no_bot_processes()
 
+
+
+def test_the_same_seeded_match_plays_the_same_games_again(tmp_path: Path) -> None:
+    """The match id follows the seed (and the bots and options), so the same ``referee match``
+    gives the same game ids, and the sample random bot, seeded by CASINO_BOT_SEED and its game id,
+    plays the same moves again: identical records; ``--games 1`` plays the first of them again.
+    Another CASINO_BOT_SEED (passed to the sandboxed bot by CASINO_SANDBOX_PASS_ENV) plays the same
+    ids and decks, other moves. Each run's logs get a folder of their own beside the first run's."""
+    def play(run: str, bot_seed: str, games: str = "2") -> dict[str, dict[str, Any]]:
+        records = tmp_path / run
+        passed = ",".join(filter(None, [os.environ.get("CASINO_SANDBOX_PASS_ENV"), "CASINO_BOT_SEED"]))
+        done = run_referee("match", "--bot", RANDOM_BOT, "--bot", RANDOM_BOT, "--seed", "5", "--games", games,
+                           "--move-time", "5000", "--records", str(records), "--logs", str(tmp_path / "logs"),
+                           env={"CASINO_BOT_SEED": bot_seed, "CASINO_SANDBOX_PASS_ENV": passed})
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+        return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(records.iterdir())}
+
+    def games(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """What was played: ids, seats, decks and moves, results (not how long the moves took)."""
+        return {name: (r["game_id"], r["match_id"], r["seats"], r["engine"], r["failures"], r["result"])
+                for name, r in records.items()}
+
+    first, again, other, short = play("first", "7"), play("again", "7"), play("other", "8"), play("short", "7", "1")
+    match_id = first[min(first)]["match_id"]
+    assert list(first) == [f"{match_id}-g1.json", f"{match_id}-g2.json"]
+    assert games(again) == games(first)
+    assert games(short) == {name: game for name, game in games(first).items() if name.endswith("-g1.json")}
+    assert all(not r["failures"] for r in first.values())
+    assert list(other) == list(first), "the bot's own seed is no part of the match id"
+    decks = [r["engine"]["deals"][0]["deck"] for r in (*first.values(), *other.values())]
+    assert decks[:2] == decks[2:], "the same decks"
+    moves = [[d["moves"] for d in r["engine"]["deals"]] for r in (*first.values(), *other.values())]
+    assert moves[:2] != moves[2:], "CASINO_BOT_SEED reached the bots"
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [match_id, *(f"{match_id}-{n}" for n in (2, 3, 4))]
+    assert_no_bot_processes()
+
+
+def test_check_names_its_matches_by_the_seed(tmp_path: Path) -> None:
+    """``referee check`` run twice plays matches of the same ids (its logs: a new folder each time).
+    (The bot is seeded apart from the check's own random bot, so its two matches differ.)"""
+    logs = tmp_path / "logs"
+    for _ in range(2):
+        done = run_referee("check", "--bot", builtin_bot_command(2), "--games", "1", "--logs", str(logs))
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    ids = sorted(p.name for p in logs.iterdir())
+    assert len(ids) == 4 and [i.removesuffix("-2") for i in ids] == [ids[0], ids[0], ids[2], ids[2]], ids
+    assert_no_bot_processes()
 
 @pytest.mark.parametrize(
     "bot, message",
@@ -217,8 +269,11 @@ def test_check_a_bot_that_plays_illegal_moves() -> None:
     assert done.returncode == 1, (done.stdout[-2000:], done.stderr[-2000:])
     assert list(temp.iterdir()) == [], "the check's folders are removed"
     out = done.stdout
-    # where the logs were: not kept, but the end of each failing process's log is shown
-    tails = out[out.index("bot logs: not kept (--logs DIR keeps them); the last lines"):out.index("NOT CLEAN")]
+    # where the logs were, and that they were deleted; the end of each failing process's log is shown
+    where = re.search(rf"^bot logs: in {re.escape(str(temp))}/casino-check-\S+ while the check ran, deleted at its end "
+                      r"\(--logs DIR keeps them\); the last lines of each failing process's log:$", out, re.MULTILINE)
+    assert where, out
+    tails = out[where.start():out.index("NOT CLEAN")]
     headings = re.findall(r"^  (bot\d\.log), (against .*):$", tails, re.MULTILINE)
     assert headings == [("bot0.log", "against itself"), ("bot1.log", "against itself"),
                         ("bot0.log", "against the built-in random bot")], tails

@@ -197,6 +197,10 @@ def test_run_match_streams_the_match_and_keeps_the_record(tmp_path: Path) -> Non
             if event.HasField("game_result"):
                 wanted = referee_pb2.GetGameRecordRequest(game_id=event.game_result.game_id)
                 records.append((await stub.GetGameRecord(wanted)).record_json)
+        # the same request again: a match of its own id (random: clients' matches never share
+        # records or logs, unlike ``referee match``, whose ids follow the seed)
+        again = [event async for event in stub.RunMatch(request)]
+        assert again[0].match_started.match_id != events[0].match_started.match_id
         codes = []
         for game_id in ("no-such-game", "../etc/passwd", ""):
             with pytest.raises(grpc.aio.AioRpcError) as error:
@@ -233,6 +237,7 @@ def test_run_match_streams_the_match_and_keeps_the_record(tmp_path: Path) -> Non
         assert (tmp_path / f"{result.game_id}.json").is_file()
     assert tally.match_id == started.match_id
     assert list(tally.game_ids) == [f"{started.match_id}-g1", f"{started.match_id}-g2"]
+    assert len(list(tmp_path.glob("*.json"))) == 4, "both matches' records kept"
     assert [tally.wins[b] + tally.draws[b] + tally.losses[b] for b in range(2)] == [2, 2]
     assert codes == [grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.INVALID_ARGUMENT]
     assert_no_bot_processes()
