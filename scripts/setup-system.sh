@@ -32,6 +32,9 @@ command -v bwrap >/dev/null 2>&1 ||
     provide bubblewrap "the bot sandbox" "bots will run in sandbox mode \"limits\" (docs/sandbox.md)"
 has_libseccomp ||
     provide libseccomp2 "the bots' system-call filter" "bots will run without a system-call filter (docs/sandbox.md)"
+# `setup-system.sh sandbox`: only what bots need to run safely (the Quickstart's demo); no argument:
+# everything, for the tests too
+[ "${1:-all}" = sandbox ] && exit 0
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
     provide chromium "the web app's browser tests" "the browser tests will skip"
 

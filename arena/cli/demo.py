@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from referee.cli.demo import SAMPLE_BOTS, sample_bot_commands, sample_bot_folder
+from referee.cli.demo import SAMPLE_BOTS, sample_packages
 
 from ..config import load_config
 from ..errors import UsageError
@@ -28,8 +28,8 @@ from .live import run_tournament
 DEMO_FILE = "demo.toml"
 
 
-def demo_text(bots: dict[str, str], games_per_pairing: int, move_time_ms: int, seed: int) -> str:
-    """The demo's tournament file: each bot runs in its sample folder (all a sandbox shows it)."""
+def demo_text(bots: dict[str, Path], games_per_pairing: int, move_time_ms: int, seed: int) -> str:
+    """The demo's tournament file: the sample bot packages (docs/packages.md)."""
     lines = [
         'name = "demo"',
         "players = 2",
@@ -41,9 +41,8 @@ def demo_text(bots: dict[str, str], games_per_pairing: int, move_time_ms: int, s
         f"move_ms = {move_time_ms}",
         "",
     ]
-    for name, command in bots.items():
-        lines += ["[[bots]]", f"name = {json.dumps(name)}", f"command = {json.dumps(command)}",
-                  f"cwd = {json.dumps(str(sample_bot_folder(name)))}", ""]
+    for name, folder in bots.items():
+        lines += ["[[bots]]", f"name = {json.dumps(name)}", f"package = {json.dumps(str(folder))}", ""]
     return "\n".join(lines)
 
 
@@ -93,7 +92,7 @@ def run_demo(games_per_pairing: int = 4, move_time_ms: int = 200, seed: int = 1,
     if not SAMPLE_BOTS.is_dir():
         raise UsageError(f"no sample bots at {SAMPLE_BOTS} (run from a checkout of the repository)")
     console = make_console()
-    bots = sample_bot_commands()
+    bots = sample_packages()
     text = demo_text(bots, games_per_pairing, move_time_ms, seed)
     path = demo_file(folder if folder is not None else Path(tempfile.mkdtemp(prefix="arena-demo-")), text)
     console.print(f"demo: {', '.join(bots)}; {games_per_pairing} games per pairing (duplicate deals), "

@@ -15,12 +15,14 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..config import TournamentConfig
+from ..errors import one_line
 from ..play.coordinator import QueuedSession
 from ..play.runner import available_cores, oversubscription_warning
 from ..play.session import GameFinished, RunEnded, RunStarted, TournamentSession
 from ..rating.standings import Standings, fitting_standings_table, head_to_head_table
 from .console import PROG
 
+NEVER_STARTED = 3  # the exit status of a run in which a bot could not be started in any game
 PIPE_PROGRESS_S = 5.0  # in a pipe or a log: a progress line at most this often (and one after the last game)
 
 
@@ -145,7 +147,8 @@ async def run_tournament(config: TournamentConfig, console: Console, concurrency
 
 def _final_report(console: Console, config: TournamentConfig, ended: RunEnded, interrupted: bool,
                   show_paths: bool, queue: bool = False) -> int:
-    """The final tables and notes; the exit status (0 done, 1 stopped, 130 interrupted)."""
+    """The final tables and notes; the exit status (0 done, 1 stopped, 130 interrupted, 3 when a
+    bot could not be started in any of its games: nothing of it was played)."""
     console.print()
     standings = ended.standings
     title = f"{config.name}: standings after {ended.counts['done']} games"
@@ -169,4 +172,31 @@ def _final_report(console: Console, config: TournamentConfig, ended: RunEnded, i
     if show_paths:
         logs = "on the workers (arena worker --logs)" if queue else ended.logs_dir
         console.print(f"database: {ended.database}; bot logs: {logs}", soft_wrap=True)
+    never = [row.name for row in standings.rows if row.games and row.forfeits.get("startup", 0) == row.games]
+    if never:  # the run did not play what it was asked to: say why, and do not end as if it had
+        for name in never:
+            reason = startup_reason(config, name)
+            console.file.flush()
+            sys.stderr.write(f"arena: error: bot {name} could not be started in any of its games"
+                             f"{': ' + one_line(reason) if reason else ''}\n")
+        return NEVER_STARTED
     return 0
+
+
+def startup_reason(config: TournamentConfig, bot: str) -> str | None:
+    """Why ``bot`` last failed to start in the tournament (the newest such failure's reason)."""
+    from ..store.store import Store
+
+    store = Store(config.database, read_only=True)
+    try:
+        tid = store.tournament_id(config.name)
+        position = next((b.position for b in store.bots(tid) if b.name == bot), None) if tid else None
+        if tid is None or position is None:
+            return None
+        for game in reversed(store.games(tid, position)):
+            for f in (game.result or {}).get("failures", []):
+                if f.get("kind") == "FAILURE_KIND_STARTUP" and game.seat_bots[int(f.get("seat", 0))] == position:
+                    return str(f.get("reason", ""))
+        return None
+    finally:
+        store.close()

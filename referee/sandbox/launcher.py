@@ -15,10 +15,11 @@ from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import BotProcess, Launcher, LocalLauncher
 from ..errors import UsageError
 from .machine import Machine, probe
-from .process import SandboxedProcess, finish_abandoned, limit_lines
+from .process import SandboxedProcess, finish_abandoned, limit_lines, uid_problem
 from .settings import SandboxSettings
 from .view import bot_view, etc_entries, shown_problem, system_entries
 
+BWRAP_HINT = "sh scripts/setup-system.sh sandbox"  # how this project installs it
 MAX_NOTES = 1000  # limit lines kept for `referee check` (a long tournament notes the first ones)
 _SAID: set[str] = set()
 
@@ -78,15 +79,20 @@ class SandboxLauncher:
 
     def view_problem(self, endpoint: BotEndpoint) -> str | None:
         """Why a bot of ``endpoint`` could not be started here for what it would be shown (its
-        folder holds a private path, or its program is missing), or None; the referee's own logs
-        and sockets are checked at each start (they are not known before)."""
+        folder holds a private path, its program is missing, its uid could not read its files), or
+        None; the referee's own logs and sockets are checked at each start (not known before)."""
         if not endpoint.is_process:
             return None
         try:
             view = bot_view(endpoint, self.settings.read_only, os.environ)
         except OSError as exc:
             return str(exc)
-        return shown_problem(view, [("a private path", path) for path in self.settings.private])
+        if problem := shown_problem(view, [("a private path", path) for path in self.settings.private]):
+            return problem
+        if self.machine.as_root and (problem := uid_problem(view, self.mode)):
+            return problem + ("" if self.mode == "bwrap" else f" (or install bubblewrap, {BWRAP_HINT}: its "
+                              "namespaces show a bot its folders without the host's on the way)")
+        return None
 
     def describe(self, endpoint: BotEndpoint) -> list[str]:
         """What a bot of ``endpoint`` gets: its mode, uid, limits and what it may read (for

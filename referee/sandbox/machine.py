@@ -33,8 +33,11 @@ class Machine:
     seccomp_problem: str | None = None  # why mode "bwrap" has no system-call filter here (None: it has)
 
 
+TOOLS_PATH_ENV = "CASINO_SANDBOX_TOOLS_PATH"  # where bwrap, setpriv, prlimit and sh are looked for (tests hide one)
+
+
 def _tool(name: str) -> str | None:
-    found = shutil.which(name, path=f"{DEFAULT_PATH}:/usr/sbin:/sbin")
+    found = shutil.which(name, path=os.environ.get(TOOLS_PATH_ENV) or f"{DEFAULT_PATH}:/usr/sbin:/sbin")
     return os.path.realpath(found) if found else None
 
 

@@ -91,10 +91,10 @@ class SandboxedProcess(BotProcess):
         if problem := shown_problem(view, self.private_paths(socket_folder)):
             raise PermissionError(problem)
         if machine.as_root:
-            _check_readable_by_others(view)
             if self.mode == "limits":  # no mount namespace: its uid walks the host's paths
                 socket_folder.parent.chmod(0o711)  # it may pass through to its own folder, not list the others
-                _check_passable_by_others([*view.read_only, str(socket_folder)])
+            if problem := uid_problem(view, self.mode, [str(socket_folder)]):
+                raise PermissionError(problem)
             self.uid = take_uid(settings.uid_first, settings.uid_count)
         if machine.cgroups is not None:
             self.cgroup = machine.cgroups.new_group(self.log_path.stem)
@@ -303,6 +303,19 @@ def _descendants(pid: int) -> set[int]:
                         found.add(int(child))
                         todo.append(int(child))
     return found
+
+
+def uid_problem(view: BotView, mode: str, more: list[str] = ()) -> str | None:  # type: ignore[assignment]
+    """Why a bot with a uid of its own (a root referee's) could not read what ``view`` shows it, or
+    None: a path not readable by others, or in mode "limits" (no mount namespace) a folder on the
+    way to one, or to ``more`` (its socket folder), that others may not pass through."""
+    try:
+        _check_readable_by_others(view)
+        if mode == "limits":
+            _check_passable_by_others([*view.read_only, *more])
+    except PermissionError as exc:
+        return str(exc)
+    return None
 
 
 def _check_readable_by_others(view: BotView) -> None:
