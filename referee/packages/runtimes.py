@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
@@ -35,9 +36,12 @@ from ..sandbox.view import DEFAULT_PATH, runtime_folders
 from .manifest import RESERVED_ENV
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # referee/packages/runtimes.py -> the project's folder
-SDK_FOLDER = CHECKOUT / "sample_bots" / "python"  # holds casino_bot, the Python SDK
-NODE_FOLDER = CHECKOUT / "runtimes" / "node"  # package.json, package-lock.json; node_modules after npm ci
-PROTO_FOLDER = CHECKOUT / "proto"
+SDK_FOLDER = CHECKOUT / "sample_bots" / "python"  # holds casino_bot, the Python SDK (also installed with the project)
+# the default runtimes' own files: runtimes/ of the checkout, or where an installation put them (the
+# container image: /srv/runtimes); node/ holds package.json, package-lock.json, node_modules after npm ci
+RUNTIMES_HOME = Path(os.environ.get("CASINO_RUNTIMES_HOME") or CHECKOUT / "runtimes")
+NODE_FOLDER = RUNTIMES_HOME / "node"
+PROTO_FOLDER = CHECKOUT / "proto" if (CHECKOUT / "proto").is_dir() else NODE_FOLDER / "proto"
 NPM_CI_TIMEOUT_S = 300
 PROBE_TIMEOUT_S = 5
 RUNTIME_KEYS = ("description", "folders", "path", "env", "offers")
@@ -84,13 +88,15 @@ def python_runtime() -> Runtime:
     """The referee's own interpreter with the SDK: ``run = "python bot.py"`` and ``from casino_bot
     import ...`` work as they do at home in the project's virtual environment."""
     interpreter = os.path.abspath(sys.executable)
-    problem = None if (SDK_FOLDER / "casino_bot" / "__init__.py").is_file() else \
-        f"the Python SDK is not at {SDK_FOLDER} (a checkout of the project has it)"
-    folders = [*runtime_folders(interpreter), str(SDK_FOLDER)]
+    installed = importlib.util.find_spec("casino_bot") is not None  # with the project, in its environment
+    problem = None if installed or (SDK_FOLDER / "casino_bot" / "__init__.py").is_file() else \
+        "the Python SDK (casino_bot) is not installed: pip install the project (it installs the SDK too)"
+    folders = [*runtime_folders(interpreter), *([] if installed else [str(SDK_FOLDER)])]
+    import_path = "deps" if installed else f"{SDK_FOLDER}:deps"
     offers = [f"Python {platform.python_version()}", *_versions("grpcio", "protobuf"), "casino_bot (the SDK)"]
     return Runtime("python", "Python with gRPC and the casino_bot SDK; a deps/ folder of the package is on its path",
                    folders=tuple(dict.fromkeys(folders)), path=(os.path.dirname(interpreter),),
-                   env=(("PYTHONDONTWRITEBYTECODE", "1"), ("PYTHONPATH", f"{SDK_FOLDER}:deps"),
+                   env=(("PYTHONDONTWRITEBYTECODE", "1"), ("PYTHONPATH", import_path),
                         ("PYTHONUNBUFFERED", "1")),
                    offers=tuple(offers), problem=problem)
 

@@ -178,14 +178,24 @@ def load_tls(cert: str | None, key: str | None, client_ca: str | None) -> TlsSet
 
 
 def parse_bot(text: str) -> tuple[str, BotEndpoint]:
-    """One of the server's own bots, ``NAME=ENDPOINT`` (an address or a command line); a client
-    names it by NAME, and records show NAME as its endpoint."""
+    """One of the server's own bots, ``NAME=ENDPOINT`` (an address, a command line, or a bot
+    package, built here before the service starts: docs/packages.md); a client names it by NAME,
+    and records show NAME as its endpoint."""
+    from ..packages.load import Packages, is_package
+    from ..packages.manifest import PackageError
+    from ..sandbox import SandboxSettings
+
     name, sep, spec = text.partition("=")
     if not sep or not spec.strip():
-        raise ServiceSettingsError(f"bot {text!r}: give NAME=COMMAND_OR_ADDRESS")
+        raise ServiceSettingsError(f"bot {text!r}: give NAME=COMMAND_OR_ADDRESS_OR_PACKAGE")
     try:
-        endpoint = BotEndpoint.parse(spec, cwd=os.getcwd())
-    except EndpointError as exc:
+        if is_package(spec.strip()):
+            packages = Packages(SandboxSettings())
+            folder, checked = packages.unpack(spec.strip())
+            endpoint = packages.bot_sync(folder, name.strip(), checked.sha256).endpoint
+        else:
+            endpoint = BotEndpoint.parse(spec, cwd=os.getcwd())
+    except (EndpointError, PackageError) as exc:
         raise ServiceSettingsError(f"bot {name}: {exc}") from None
     return name.strip(), dataclasses.replace(endpoint, spec=name.strip())
 

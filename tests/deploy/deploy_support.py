@@ -26,6 +26,7 @@ TOOL_TIMEOUT_S = 120
 # The image's paths (deploy/Dockerfile) and what stands for them in this checkout
 IMAGE_VENV = "/opt/arena"
 IMAGE_BOTS = "/srv/bots"
+IMAGE_RUNTIMES = "/srv/runtimes"  # the default runtimes' own files in the image (CASINO_RUNTIMES_HOME)
 
 
 def tool(name: str, package: str) -> str:

@@ -229,7 +229,7 @@ def test_the_tournament_file_loads_with_the_real_loader(rendered: tuple[Path, li
     # and with the image's paths made this checkout's: every bot's program exists and starts as written
     local = "\n".join(
         f'command = "{local_command(line.split("=", 1)[1].strip().strip(chr(34)))}"' if line.startswith("command")
-        else line.replace(f'"{IMAGE_BOTS}/', f'"{ROOT / "sample_bots"}/') if line.startswith("cwd") else line
+        else line.replace(f'"{IMAGE_BOTS}/', f'"{ROOT / "sample_bots"}/') if line.startswith("package") else line
         for line in text.splitlines())
     checked = load_config(_write(tmp_path / "local" / "tournament.toml", local), check_programs=True)
     assert [b.name for b in checked.bots] == ["random", "greedy", "lookahead", "node"]

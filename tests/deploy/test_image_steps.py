@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.deploy_support import DEPLOY, DOCKERFILE, IMAGE_BOTS, IMAGE_VENV
+from tests.deploy.deploy_support import DEPLOY, DOCKERFILE, IMAGE_BOTS, IMAGE_RUNTIMES, IMAGE_VENV
 from tests.support import ROOT
 
 INSTALL_TIMEOUT_S = 300
@@ -57,7 +57,7 @@ def _install(root: Path, full: bool) -> tuple[Path, Path]:
                     shutil.copy2(ROOT / source, target)
     [run] = [line for line in steps if line.startswith("RUN ") and "install-venv.sh" in line]
     command = run.removeprefix("RUN ").replace(IMAGE_VENV, str(venv)).replace(IMAGE_BOTS, str(bots)) \
-        .replace(" /src", f" {src}")
+        .replace(IMAGE_RUNTIMES, str(root / "srv-runtimes")).replace(" /src", f" {src}")
     env = {**os.environ, "PYTHON": sys.executable}
     if not full:
         # the venv the script makes sees this environment's packages: only the project is installed
@@ -90,18 +90,20 @@ def _check_image(tmp_path: Path, venv: Path, bots: Path) -> None:
     assert migrated.returncode == 0, migrated.stderr
     assert migrated.stdout.splitlines()[-1].startswith("schema revision after: ")
     # the installed bots, as the image's tournament file and the Referee name them, in a real match
-    python = venv / "bin" / "python"
-    match = _entrypoint(venv, "referee", "match", "--bot", f"{python} {bots}/python/greedy_bot.py",
-                        "--bot", f"node {bots}/node/bot.js", "--games", "2", "--move-time", "500", "--seed", "3",
-                        cwd=bots)  # as the image's Referee runs them: in the bots' folder (their sandbox shows it)
+    runtimes = tmp_path / "srv-runtimes"  # the image's CASINO_RUNTIMES_HOME
+    match = _entrypoint(venv, "referee", "match", "--bot", f"{bots}/greedy", "--bot", f"{bots}/node", "--games", "2",
+                        "--move-time", "500", "--seed", "3", cwd=work,
+                        extra={"CASINO_RUNTIMES_HOME": str(runtimes), "CASINO_BUILD_CACHE": str(work / "builds"),
+                               "ARENA_ARCHIVE_CACHE": str(work / "archives")})
     assert match.returncode == 0, match.stdout[-2000:] + match.stderr[-2000:]
     games = [line for line in match.stdout.splitlines() if line.startswith("game ")]
     assert len(games) == 2 and all("forfeit" not in line for line in games), match.stdout
     rows = {line.split()[0]: line.split() for line in match.stdout.splitlines() if line.split()[:1] in (["greedy-bot"], ["node-bot"])}
     assert sorted(rows) == ["greedy-bot", "node-bot"] and all(row[5] == "0" for row in rows.values()), match.stdout
-    for name in ("random_bot.py", "greedy_bot.py", "lookahead_bot.py", "casino_bot/__init__.py"):
-        assert (bots / "python" / name).is_file(), name
-    assert (bots / "node" / "node_modules" / "@grpc" / "grpc-js").is_dir()
+    for name in ("random/bot.toml", "greedy/greedy_bot.py", "lookahead/lookahead_bot.py", "node/bot.js"):
+        assert (bots / name).is_file(), name
+    assert (runtimes / "node" / "node_modules" / "@grpc" / "grpc-js").is_dir()
+    assert (runtimes / "node" / "proto" / "casino" / "v1" / "bot.proto").is_file()
 
 
 def _need_node() -> None:

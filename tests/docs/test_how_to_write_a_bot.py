@@ -24,7 +24,6 @@ from casino.v1 import bot_pb2, game_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "how-to-write-a-bot.md").read_text(encoding="utf-8")
-BOT_PATH = "sample_bots/python/my_bot.py"
 
 
 def blocks(language: str) -> list[str]:
@@ -39,24 +38,19 @@ def commands(block: str) -> list[str]:
 
 def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) -> None:
     (bot,) = blocks("python")
-    # as on the page, in a repository of the test's own: the bot next to the SDK and the sample bots
-    # in sample_bots/python, the interpreter at .venv (this one's environment), the commands run from
-    # its root (all a sandboxed bot started there sees), the tournament file at its root
+    manifest, toml = blocks("toml")
+    # as on the page, in a repository of the test's own: the bot package my_bot/, the sample bots
+    # (this checkout's), the interpreter at .venv (this one's environment), the commands run from its
+    # root, the tournament file at its root
     if not (Path(sys.prefix) / "pyvenv.cfg").is_file():
         pytest.skip("the page's commands use a virtual environment's interpreter; these tests run in none")
-    bots = tmp_path / "sample_bots" / "python"
-    bots.mkdir(parents=True)
+    (tmp_path / "my_bot").mkdir()
+    (tmp_path / "my_bot" / "my_bot.py").write_text(bot, encoding="utf-8")
+    (tmp_path / "my_bot" / "bot.toml").write_text(manifest, encoding="utf-8")
     (tmp_path / ".venv").symlink_to(sys.prefix)
-    (bots / "my_bot.py").write_text(bot, encoding="utf-8")
-    for sdk in [*(ROOT / "sample_bots" / "python").glob("casino_bot*"), *(ROOT / "sample_bots" / "python").glob("*_bot.py")]:
-        if sdk.is_dir():
-            shutil.copytree(sdk, bots / sdk.name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(sdk, bots / sdk.name)
-    (toml,) = blocks("toml")
+    (tmp_path / "sample_bots").symlink_to(ROOT / "sample_bots")
     records = tmp_path / "rec"
     python = shlex.quote(sys.executable)
-    assert BOT_PATH in PAGE
 
     def local(text: str) -> str:
         """The page's paths, as this test runs them."""
@@ -65,7 +59,7 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
 
     (tmp_path / "my-cup.toml").write_text(local(toml), encoding="utf-8")
     # (the referee's own environment; a sandboxed bot gets none of it)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "sample_bots" / "python")])}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     outputs: dict[str, str] = {}
     for line in (command for block in blocks("sh") for command in commands(block)):
         if "<one of the records>" in line:
@@ -78,7 +72,7 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
 
     assert set(outputs) == {".venv/bin/referee check", ".venv/bin/referee match", ".venv/bin/referee replay",
                             ".venv/bin/arena compare", ".venv/bin/arena run", ".venv/bin/arena standings",
-                            ".venv/bin/arena games"}
+                            ".venv/bin/arena games", "tar -czf"}
     assert "clean: every answer was a legal move in time" in outputs[".venv/bin/referee check"]
     assert re.search(r"^most-cards\s+10\s", outputs[".venv/bin/referee match"], flags=re.MULTILINE)
     assert len(list(records.glob("*.json"))) == 10
@@ -92,6 +86,9 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
     assert all(row["games"] == 8 and sum(row["forfeits"].values()) == 0 for row in ranked.values())
     assert outputs[".venv/bin/arena games"].strip() == "no games"
     assert (tmp_path / "my-cup.db").exists(), "results go next to the tournament file"
+    from referee.packages.load import manifest_of
+
+    assert manifest_of((tmp_path / "my_bot.tar.gz").read_bytes()).run == ("python", "my_bot.py"), "what /submit takes"
 
 
 def test_the_engine_names_the_page_offers_are_public() -> None:

@@ -221,8 +221,9 @@ def public_name(module: str, name: str, public: set[str]) -> bool:
 
 
 def test_the_sdk_uses_the_engine_only_through_its_public_names() -> None:
-    paths = sorted(SDK.rglob("*.py"))
-    assert SDK / "casino_bot" / "view.py" in paths and SDK / "lookahead_bot.py" in paths
+    kits = [ROOT / "sample_bots" / name for name in ("random", "greedy", "lookahead")]  # the Python starter kits
+    paths = sorted([*SDK.rglob("*.py"), *(p for kit in kits for p in kit.rglob("*.py"))])
+    assert SDK / "casino_bot" / "view.py" in paths and ROOT / "sample_bots" / "lookahead" / "lookahead_bot.py" in paths
     wrong = {str(p.relative_to(ROOT)): w for p in paths if (w := sdk_imports_outside_the_public_surface(
         p.read_text(encoding="utf-8")))}
     assert wrong == {}, wrong
