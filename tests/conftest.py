@@ -12,7 +12,7 @@
 * ``running_builtin_bot``: a built-in random bot the test starts itself, already healthy:
   (address, pid); lets a test use a short startup time without racing the opponent's start.
   ``running_bot(command, address)`` does the same for any bot command (a context manager).
-* ``node_bot``: the command of the sample Node.js bot, after ``npm ci`` if needed; skipped with a
+* ``node_bot``: the sample Node.js bot's package, after ``npm ci`` for its runtime if needed; skipped with a
   reason when node/npm or the bot's package-lock.json is absent.
 """
 
@@ -36,6 +36,7 @@ import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from referee.bots.endpoint import BotEndpoint
 from referee.clock import TimeControl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +55,6 @@ def sample_bot_path(script: str) -> Path:
     its package's folder, sample_bots/<name>/."""
     return ROOT / "sample_bots" / script.removesuffix("_bot.py") / script
 BOT_PATTERNS = ("scripted_bot.py", "referee.bots.builtin")
-NPM_CI_TIMEOUT_S = 300
 
 # Every process this session starts inherits this variable (the referee passes its environment
 # on to the bots it starts), so the process checks below see our bots and never those of another
@@ -184,38 +184,35 @@ def running_builtin_bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
 
 
 def install_node_bot() -> str | None:
-    """Install the sample Node.js bot's packages (``npm ci``) unless they are there; None when the
-    bot is ready, else why it cannot be. Under a file lock: pytest-xdist workers (and the demos,
-    which would otherwise run ``npm ci`` themselves) never use a half-installed node_modules."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        return f"{'node' if not node else 'npm'} is not on PATH"
-    if not (NODE_BOT_DIR / "package-lock.json").is_file():
-        return f"{NODE_BOT_DIR.relative_to(ROOT)}/package-lock.json does not exist (yet)"
-    if not (NODE_BOT_DIR / "bot.js").is_file():
-        return f"{NODE_BOT_DIR.relative_to(ROOT)}/bot.js does not exist (yet)"
-    with open(NODE_BOT_DIR / ".npm-ci.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        ready = NODE_BOT_DIR / "node_modules" / ".package-lock.json"  # npm writes it last
-        if ready.is_file():
-            return None
-        try:
-            done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_BOT_DIR, capture_output=True,
-                                  text=True, timeout=NPM_CI_TIMEOUT_S, check=False)
-        except subprocess.TimeoutExpired:
-            return f"npm ci took more than {NPM_CI_TIMEOUT_S} s"
-        if done.returncode != 0:
-            return f"npm ci failed (status {done.returncode}): {done.stderr.strip()[-500:]}"
-    return None
+    """Install the node runtime's packages (``npm ci`` in runtimes/node, under a file lock: several
+    pytest-xdist workers ask at once) unless they are there; None when the Node.js bot is ready,
+    else why it cannot be."""
+    from referee.packages.runtimes import install_node_packages, node_runtime
+
+    if shutil.which("node") is None:
+        return "node is not on PATH"
+    if (problem := install_node_packages()) is not None:
+        return problem
+    return node_runtime().problem
+
+
+def package_endpoint(path: str | Path) -> BotEndpoint:
+    """A bot package's endpoint, built as `referee check` builds it (default sandbox and runtimes)."""
+    from referee.packages.load import Packages
+    from referee.sandbox import SandboxSettings
+
+    packages = Packages(SandboxSettings())
+    folder, checked = packages.unpack(path)
+    return packages.bot_sync(folder, str(path), checked.sha256).endpoint
 
 
 @pytest.fixture(scope="session")
 def node_bot() -> str:
-    """``node sample_bots/node/bot.js`` (run from the repository root), dependencies installed."""
+    """The sample Node.js bot's package (sample_bots/node), its runtime's packages installed."""
     why = install_node_bot()
     if why:
         pytest.skip(f"Node.js bot not testable: {why}")
-    return "node sample_bots/node/bot.js"
+    return str(NODE_BOT_DIR)
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,7 @@ from referee.service.settings import ServiceSettings
 from tests.service_support import TOKEN
 from tests.service_support import with_server as service_with_server
 from tests.conftest import (
+    package_endpoint,
     ROOMY_TIME,
     ROOT,
     assert_no_bot_processes,
@@ -52,9 +53,10 @@ END_REASONS = {"target_reached", "condition_met", "max_deals"}
 DECK_FILE = ROOT / "tests" / "data" / "decks" / "seed-11.txt"
 
 
-def match(bots: list[str], options: RuleOptions, *, games: int = 1, time_control: TimeControl = ROOMY_TIME,
-          **spec_args) -> MatchReport:
-    spec = MatchSpec(bots=[BotEndpoint.parse(b, cwd=str(ROOT)) for b in bots], options=options, games=games,
+def match(bots: list[str | BotEndpoint], options: RuleOptions, *, games: int = 1,
+          time_control: TimeControl = ROOMY_TIME, **spec_args) -> MatchReport:
+    spec = MatchSpec(bots=[b if isinstance(b, BotEndpoint) else BotEndpoint.parse(b, cwd=str(ROOT)) for b in bots],
+                     options=options, games=games,
                      time_control=time_control, **spec_args)
     return asyncio.run(run_match(spec))
 
@@ -164,13 +166,13 @@ def test_explicit_deck_gives_a_known_deterministic_game(auto_forced: bool) -> No
 def test_python_against_node(node_bot: str) -> None:
     options = RuleOptions(players=2)
     roomy = TimeControl(move_time_ms=2000, grace_ms=50, startup_time_ms=20_000)
-    report = match([builtin_bot_command(4), node_bot], options, games=2, time_control=roomy, seed=8)
+    report = match([builtin_bot_command(4), package_endpoint(node_bot)], options, games=2, time_control=roomy, seed=8)
     assert report.bot_names[0] == "builtin-random" and report.bot_names[1] == "node-bot"
     assert [g.seat_bots for g in report.games] == [[0, 1], [1, 0]]
     for game in report.games:
         check_normal_game(game, options)
     assert_no_bot_processes()
-    assert bot_processes(("sample_bots/node/bot.js",)) == [], "the Node.js bot was stopped"
+    assert bot_processes(("bot.js",)) == [], "the Node.js bot was stopped"
 
 
 # --- the Referee service -------------------------------------------------------------------------
