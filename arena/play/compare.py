@@ -309,6 +309,6 @@ def endpoint_bot(name: str, spec: str, packages: Packages | None = None) -> Seat
     if is_package(spec):
         packages = packages or Packages(SandboxSettings())
         folder, checked = packages.unpack(spec)
-        return SeatBot(name, packages.bot_sync(folder, spec, checked.sha256).endpoint)
+        return SeatBot(name, packages.bot_sync(folder, spec, checked.sha256).endpoint, package=spec)
     return SeatBot(name, BotEndpoint.parse(spec))
 

@@ -32,6 +32,7 @@ class SeatBot:
 
     name: str
     endpoint: BotEndpoint
+    package: str | None = None  # the bot package it was built from here (a queue's workers build their own)
 
 
 class GameExecutor(Protocol):

@@ -41,9 +41,11 @@ from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 from referee.sandbox import SandboxSettings
 
+from ..config import PACKAGE_SPEC
 from ..errors import ArenaError
 from ..store.models import Game, GameStatus
 from ..store.store import BotSpec, Store
+from .archives import store_package
 from .executor import SeatBot
 from .queue import PLAY_TASK, GameJob, defer_games, game_lock, make_app, queue_name, require_postgresql
 
@@ -96,6 +98,12 @@ def bot_spec(bot: SeatBot) -> BotSpec:
     return BotSpec(bot.name, endpoint.spec, cwd, dict(endpoint.env), endpoint.archive)
 
 
+def package_spec(store: Store, bot: SeatBot) -> BotSpec:
+    """A bot package for the workers: stored in the database (once), each worker builds it."""
+    assert bot.package is not None
+    return BotSpec(bot.name, PACKAGE_SPEC, None, {}, store_package(store, bot.package))
+
+
 class QueueExecutor:
     """Plays games through the job queue of ``database`` (see the module docstring)."""
 
@@ -131,7 +139,8 @@ class QueueExecutor:
                 raise QueueRunError(f"no arena worker is running on database {store.url_for_people} (none sent a "
                                     f"heartbeat within {worker_wait_s:g} s): start some (arena worker --db URL)")
             await asyncio.sleep(min(1.0, worker_wait_s))
-        specs = [bot_spec(bot) for bot in self.bots]
+        specs = [await asyncio.to_thread(package_spec, store, bot) if bot.package else bot_spec(bot)
+                 for bot in self.bots]
         self.tid = await asyncio.to_thread(store.create_tournament, self.name, "arena-compare", self.settings, specs)
         self._poller = asyncio.create_task(self._poll(), name="queue-executor-poll")
         return live

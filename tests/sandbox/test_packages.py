@@ -245,3 +245,45 @@ def test_the_demo_on_a_fresh_machine_says_in_one_line_why_its_bots_cannot_start(
     errors = [line for line in done.stderr.splitlines() if line.startswith("arena: error:")]
     assert len(errors) == 1 and f"cannot pass through {blocked}" in errors[0], done.stderr
     assert "install bubblewrap" in errors[0] and "games/s" not in done.stdout, "said before any game"
+
+
+def test_queue_workers_each_build_a_tournaments_package_once(tmp_path: Path, pg_url: str) -> None:
+    """`arena run --queue` with a package that has a build step: two workers (each a machine of
+    its own: its own unpack and build caches) each build it once and play every game."""
+    from arena.config import load_config
+    from arena.store.store import Store
+    from tests.arena.queue_support import run_queued, start_worker, stop
+
+    bot = random_bot(tmp_path / "mine", build="mkdir -p built && echo ok > built/marker")
+    path = write_tournament(tmp_path / "cup.toml", {"name": "qcup", "games_per_pairing": 4, "database": pg_url},
+                            [{"name": "mine", "package": str(bot)},
+                             {"name": "greedy", "package": str(ROOT / "sample_bots" / "greedy")}],
+                            {"move_ms": 2000, "startup_ms": 20000})
+    queued = run_queued(path, "--detach")
+    assert queued.returncode == 0, queued.stdout + queued.stderr
+    procs = []
+    for n in range(2):
+        machine = {"ARENA_ARCHIVE_CACHE": str(tmp_path / f"m{n}" / "archives"),
+                   "CASINO_BUILD_CACHE": str(tmp_path / f"m{n}" / "builds")}
+        os.environ.update(machine)  # start_worker passes this environment on
+        try:
+            procs.append(start_worker(pg_url, tmp_path / f"worker{n}.log"))
+        finally:
+            for key in machine:
+                os.environ.pop(key, None)
+    try:
+        followed = run_queued(path)
+        assert followed.returncode == 0, followed.stdout[-2000:] + followed.stderr
+    finally:
+        stop(procs)
+    store = Store(load_config(path).database, read_only=True)
+    try:
+        tid = store.tournament_id("qcup")
+        assert tid is not None and store.counts(tid)["done"] == 4
+        assert not [g for g in store.games(tid) if (g.result or {}).get("failures")], "no one failed"
+    finally:
+        store.close()
+    played = [n for n in range(2) if (tmp_path / f"m{n}" / "builds").is_dir()]
+    assert played, "a worker built it"
+    for n in played:
+        assert len([p for p in (tmp_path / f"m{n}" / "builds").iterdir() if p.is_dir()]) == 1, "once on each"
