@@ -325,7 +325,9 @@ def test_bots_that_fail_at_startup_or_crash_forfeit_only_their_games(tmp_path: P
     finally:
         left = wait_no_marked_processes(marker)
         kill_marked_processes(marker)  # only after a failure: the arena stops its bots itself
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 3, done.stdout + done.stderr  # every game played, but one bot never started
+    assert [line for line in done.stderr.splitlines() if line.startswith("arena: error:")] == [
+        line for line in done.stderr.splitlines() if line.startswith("arena: error: bot no-start could not be started")]
     assert left == [], "bot processes left running"
     assert "no-start could not be started for 4 game(s)" in done.stdout  # reported, and the run went on
     assert "crasher could not be started" not in done.stdout

@@ -31,7 +31,7 @@ SUMMARY_ROW = re.compile(
     r"^(?P<name>\S+)\s+(?P<games>\d+)\s+(?P<w>\d+)\s+(?P<d>\d+)\s+(?P<l>\d+)\s+(?P<f>\d+)\s+[\d.]+\s+[\d.]+"
     r"\s+(?:[\d.]+\s+[\d.]+|-\s+-)$"  # the CPU columns: "-" for a bot whose CPU time was not measured (an address)
 )
-RANDOM_BOT = shlex.join([sys.executable, "sample_bots/python/random_bot.py"])  # seeded by CASINO_BOT_SEED
+RANDOM_BOT = shlex.join([sys.executable, "sample_bots/random/random_bot.py"])  # seeded by CASINO_BOT_SEED
 
 
 
