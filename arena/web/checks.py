@@ -1,17 +1,19 @@
-"""Submitted bots' conformance checks: `referee check` run on the unpacked archive (its root the
-working directory: all the sandbox shows the bot besides its runtime; the database and the archive
-cache private), ``check_concurrency`` at a time on threads of their own so the server keeps
-answering, each stopped after ``check_timeout_s``. Waiting checks are taken fairly across users
-(``FairQueue``): a user's burst delays another user's check by one check at most. A clean check
-enters the bot into the ladder as its user's next version (arena/store/submissions.py); any other
-outcome rejects it with the check's reason and output, and removes its unpacked copy (nothing will
-play it). Checks a stopped server left unfinished run again at its next start.
+"""Submitted bots' conformance checks: `referee check` on the submitted package, in the sandbox
+(its folder all it sees besides its runtime; the database and the caches private),
+``check_concurrency`` at a time on threads of their own so the server keeps answering, each
+stopped after ``check_timeout_s``. Waiting checks are taken fairly across users (``FairQueue``): a
+user's burst delays another user's check by one check at most. A clean check enters the bot into
+the ladder as its user's next version (arena/store/submissions.py); any other outcome rejects it
+with the check's reason (its verdict, written as data: `referee check --verdict FILE`) and output,
+and removes its unpacked copy and build (nothing will play them). Checks a stopped server left
+unfinished run again at its next start.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import itertools
 import logging
 import os
@@ -71,16 +73,33 @@ def check_command(settings: WebSettings, command: str, ladder: dict[str, Any], f
     return argv
 
 
-def verdict(returncode: int, output: str) -> str | None:
-    """Why a finished check rejects its bot (None: clean), from its exit status and output."""
+def verdict(returncode: int, output: str, data: dict[str, Any] | None = None) -> str | None:
+    """Why a finished check rejects its bot (None: clean): from the verdict it wrote as data
+    (``referee check --verdict FILE``), else (it wrote none: it could not start, or was killed)
+    from its exit status and the last line of its output."""
+    if data is not None and data.get("format") == "royal-casino-check":
+        if data.get("could_not_run"):
+            return str(data["could_not_run"])[:REASON_CHARS]
+        if data.get("clean") and returncode == 0:
+            return None
+        problems = data.get("problems") or []
+        total = sum(int(p.get("count", 1)) for p in problems)
+        listed = "; ".join(f"{p.get('count', 1)} x {p.get('problem', '')}" for p in problems)
+        return f"NOT CLEAN: {total} failure(s): {listed}"[:REASON_CHARS]
     if returncode == 0:
         return None
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    if returncode == 1 and "NOT CLEAN" in output:  # referee check's summary: the failures, counted
-        start = next(i for i, line in enumerate(lines) if line.startswith("NOT CLEAN"))
-        return "; ".join(lines[start:])[:REASON_CHARS]
     last = lines[-1] if lines else f"exit status {returncode}"
     return f"the check could not run the bot: {last}"[:REASON_CHARS]
+
+
+def read_verdict(path: Path) -> dict[str, Any] | None:
+    """The verdict a check wrote (None when it wrote none, or not JSON)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def require_bwrap(settings: WebSettings, machine: Machine | None = None) -> None:
@@ -256,11 +275,12 @@ class SubmissionChecks:
             target = work / f"{bot_name(row.user, row.version)}.tar.gz"
             target.write_bytes(self.store.archive_content(row.archive) or b"")
         argv = check_command(self.settings, row.command, self.store.tournament(self.tid).settings, target,
-                             self.private)
+                             self.private) + ["--verdict", str(work / "verdict.json")]
         with self._lock:
             if self._stopping:
                 return
-            process = subprocess.Popen(argv, cwd=folder if target == folder else work, stdout=subprocess.PIPE,
+            # in the package's folder: the referee's own opponent runs there too (a folder it may read)
+            process = subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE,
                                        text=True, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        start_new_session=True, errors="replace")
             self._running.add(process)
@@ -277,7 +297,7 @@ class SubmissionChecks:
                 self._running.discard(process)
         if self._stopping:  # killed by close(): checked again at the next start
             return
-        if (reason := verdict(process.returncode, output)) is not None:
+        if (reason := verdict(process.returncode, output, read_verdict(work / "verdict.json"))) is not None:
             self._reject(sid, one_line(reason), output)
             return
         try:

@@ -264,12 +264,23 @@ class MoveChoice(_message.Message):
     INDEX_FIELD_NUMBER: _builtins.int
     NOTATION_FIELD_NUMBER: _builtins.int
     MOVE_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
     turn_id: _builtins.int
     """The Turn's turn_id (unique within the match)."""
     index: _builtins.int
     """Index into Turn.legal_moves."""
     notation: _builtins.str
     """Canonical (or any parsable) notation."""
+    error: _builtins.str
+    """Protocol 1.2, optional: the bot's own error behind this answer, which is then its fallback
+    (its choose() raised, say: "AttributeError: 'Move' object has no attribute 'x' (choose, bot.py:12)").
+    Recorded for its owner; `referee check` is not clean with one. At most 500 characters are kept.
+    """
+    note: _builtins.str
+    """Protocol 1.2, optional: a note on this play (the bot's reasoning, an evaluation), shown to its
+    owner in the replay, never in another bot's Turn. At most 1,000 characters are kept, on one line.
+    """
     @_builtins.property
     def move(self) -> _game_pb2.Move:
         """Structured form."""
@@ -281,10 +292,12 @@ class MoveChoice(_message.Message):
         index: _builtins.int = ...,
         notation: _builtins.str = ...,
         move: _game_pb2.Move | None = ...,
+        error: _builtins.str = ...,
+        note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["choice", b"choice", "index", b"index", "move", b"move", "notation", b"notation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["choice", b"choice", "index", b"index", "move", b"move", "notation", b"notation", "turn_id", b"turn_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["choice", b"choice", "error", b"error", "index", b"index", "move", b"move", "notation", b"notation", "note", b"note", "turn_id", b"turn_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_choice: _TypeAlias = _typing.Literal["index", "notation", "move"]  # noqa: Y015
     _WhichOneofArgType_choice: _TypeAlias = _typing.Literal["choice", b"choice"]  # noqa: Y015

@@ -213,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the bot package to check (a folder with bot.toml, or a .tar.gz): built and run as a "
                         "server would (docs/packages.md); or give --bot")
     p.add_argument("--bot", action="append", metavar="CMD_OR_ADDR_OR_PACKAGE", help="the bot to check")
+    p.add_argument("--verdict", metavar="FILE", help="also write the verdict as JSON to FILE (clean, the problems "
+                   "counted, or why the check could not run): what a program reads instead of the output")
     add_match_args(p, bots=False,
                    logs_help="keep the bot logs here (default: not kept; a failing check prints their end)")
     add_sandbox_args(p)

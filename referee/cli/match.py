@@ -235,6 +235,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print("\n".join(f"  | {line}" for line in safe_lines(failed.log_tail.splitlines()[-LOG_TAIL_LINES:]))
               or "  (empty)")
         print(f"\nNOT CLEAN: {failed}")
+        write_verdict(args.verdict, [str(failed)])
         return 1
     opponents = "bot" if players == 2 else "bots"
     # both matches' options are checked before anything is printed or started; with 3 or 4
@@ -245,10 +246,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     launcher = launcher_from_args(args)  # the sandbox the arena would use with the same settings
     _logging(args.verbose, args.log_format)
     with contextlib.ExitStack() as cleanup:
-        if args.logs:
-            return _check(args, candidate, matches, Path(args.logs), True, launcher)
-        logs = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="casino-check-"))
-        return _check(args, candidate, matches, Path(logs), False, launcher)
+        try:
+            if args.logs:
+                return _check(args, candidate, matches, Path(args.logs), True, launcher)
+            logs = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="casino-check-"))
+            return _check(args, candidate, matches, Path(logs), False, launcher)
+        except CheckCannotRun as cannot:
+            write_verdict(args.verdict, [], str(cannot))
+            raise
 
 
 def _check(args: argparse.Namespace, candidate: str | BotEndpoint, matches: list[tuple[str, list[int], MatchSpec]], logs: Path,
@@ -272,6 +277,16 @@ def _check(args: argparse.Namespace, candidate: str | BotEndpoint, matches: list
                 if game.seat_bots[f.seat] in checked:
                     problems.append(f"{F.Name(f.kind).removeprefix('FAILURE_KIND_').lower()}: {f.reason}")
                     failing.add(game.seat_bots[f.seat])
+                elif f.kind == F.FAILURE_KIND_STARTUP:  # the referee's own bot: no verdict on the checked one
+                    raise CheckCannotRun(f"the check could not run: its built-in opponent could not be started: "
+                                         f"{f.reason}")
+            errors = [e for e in game.record.get("bot_reports", [])
+                      if game.seat_bots[e["seat"]] in checked and e.get("error")]
+            if errors:  # the bot's own errors, which it answered around (its SDK's fallback)
+                more = f" (and {len(errors) - 1} more in this game)" if len(errors) > 1 else ""
+                print(f"    P{errors[0]['seat']}: bot error at play {errors[0]['play'] + 1}: {errors[0]['error']}{more}")
+                problems += [f"bot error: {e['error']}" for e in errors]
+                failing.update(game.seat_bots[e["seat"]] for e in errors)
         failing_logs += [(title, report.logs_dir / f"bot{b}.log") for b in sorted(failing)]
         limited += [f"{title}: {line}" for name, line in getattr(launcher, "notes", [])
                     if name in {f"bot{b}.log" for b in checked}]
@@ -298,6 +313,7 @@ def _check(args: argparse.Namespace, candidate: str | BotEndpoint, matches: list
         print("\nlimits reached: " + ("none" if not limited else f"{len(limited)} time(s)"))
         for line, count in Counter(limited).most_common():
             print(f"  {count} x {line}")
+    write_verdict(args.verdict, problems)
     if problems:
         print(f"\nNOT CLEAN: {len(problems)} failure(s):")
         for kind, count in Counter(problems).most_common():
@@ -305,6 +321,25 @@ def _check(args: argparse.Namespace, candidate: str | BotEndpoint, matches: list
         return 1
     print("\nclean: every answer was a legal move in time")
     return 0
+
+
+class CheckCannotRun(UsageError):
+    """A check that could not judge the bot (the referee's own opponent did not start): one line,
+    exit 2, never "clean"."""
+
+
+def write_verdict(path: str | None, problems: list[str], cannot_run: str | None = None) -> None:
+    """The check's verdict as data (``--verdict FILE``; the web's submission check reads it):
+    ``{"format": "royal-casino-check", "version": 1, "clean", "problems": [{"problem", "count"}],
+    "could_not_run"}``."""
+    if path is None:
+        return
+    import json
+
+    verdict = {"format": "royal-casino-check", "version": 1, "clean": not problems and cannot_run is None,
+               "problems": [{"problem": p, "count": n} for p, n in Counter(problems).most_common()],
+               "could_not_run": cannot_run}
+    Path(path).write_text(json.dumps(verdict, indent=1) + "\n", encoding="utf-8")
 
 
 def sandbox_lines(launcher: Launcher, endpoint: BotEndpoint) -> list[str]:

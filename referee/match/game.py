@@ -22,6 +22,7 @@ from ..metrics import GAMES_FAILED, GAMES_STARTED, SANDBOX_KILLS, error_label, f
 from ..bots.slot import BotSlot
 from ..bots.cpu import CpuMeter
 from ..clock import GameClock, TimeControl
+from ..names import clean_text
 from ..rules import GameState, Move, apply, legal_moves, new_game, parse_move
 from ..rules.errors import RulesError
 from ..rules.legal import explain_illegal
@@ -34,6 +35,8 @@ from .spec import FailurePolicy, GameSetup
 
 log = logging.getLogger(__name__)
 F = game_pb2.FailureKind
+MAX_ERROR_CHARS = 500  # of a bot's own error, as it reported it (MoveChoice.error)
+MAX_NOTE_CHARS = 1000  # of a bot's note on a play (MoveChoice.note)
 
 
 
@@ -89,6 +92,7 @@ async def _play_game(
     timings: list[list[int]] = []
     cpu_timings: list[int | None] = []  # by play, as timings: the move's CPU time, None if not measured
     forced: list[int] = []  # indices into timings of the plays the referee made: the seat's only legal move
+    reports: list[dict[str, object]] = []  # what bots said of their own answers: errors and notes (protocol 1.2)
     substitute_rng = random.Random(seed)
     emit(referee_pb2.RunMatchResponse(game_started=referee_pb2.GameStarted(
         game_id=game_id, game_number=number, seat_bots=seat_bots, seed=seed)))
@@ -212,6 +216,8 @@ async def _play_game(
                     continue
                 answer = why
         moved[seat] = True
+        if isinstance(answer, bot_pb2.MoveChoice) and (answer.error or answer.note):
+            reports.append(bot_report(len(timings), seat, answer))
         failure, move = _judge(answer, state, moves)
         failure = _on_time(failure, answer, elapsed, cpu_us, clock, control)
         substituted = False
@@ -245,7 +251,7 @@ async def _play_game(
         game_id=game_id, match_id=match_id, game_number=number,
         seats=seat_records(),
         time_control=control, policy=spec.policy.value, max_strikes=spec.max_strikes, state=state,
-        timings_us=timings, cpu_us=cpu_timings, failures=failures, result=result, forced=forced,
+        timings_us=timings, cpu_us=cpu_timings, failures=failures, result=result, forced=forced, reports=reports,
     )
     return GameReport(game_id, number, seat_bots, result, record)
 
@@ -349,6 +355,17 @@ async def _crash_or_disconnect(failure: StreamFailure, slot: BotSlot) -> StreamF
     except asyncio.TimeoutError:
         return failure
     return StreamFailure(F.FAILURE_KIND_CRASH, f"the bot process {proc.exit_description}", failure.received)
+
+
+def bot_report(play: int, seat: int, answer: bot_pb2.MoveChoice) -> dict[str, object]:
+    """A bot's own word on its answer to play ``play`` (0-based over the game, as ``timings``): its
+    error (its answer is a fallback) and its note, cleaned to one line and capped."""
+    report: dict[str, object] = {"play": play, "seat": seat}
+    if answer.error:
+        report["error"] = clean_text(answer.error, MAX_ERROR_CHARS) or "(unprintable)"
+    if answer.note:
+        report["note"] = clean_text(answer.note, MAX_NOTE_CHARS)
+    return report
 
 
 def _judge(

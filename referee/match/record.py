@@ -53,12 +53,13 @@ def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequ
                    time_control: TimeControl, policy: str, max_strikes: int, state: GameState,
                    timings_us: list[list[int]], failures: Sequence[game_pb2.Failure],
                    result: game_pb2.GameResult | None, cpu_us: Sequence[int | None] | None = None,
-                   forced: Sequence[int] = ()) -> dict[str, Any]:
+                   forced: Sequence[int] = (), reports: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The JSON-serialisable record of a finished (or forfeited) game; with ``result`` None, of a
     game still being played (its record so far: ``"result": null``). ``cpu_us``: by play, as
     ``timings_us``, the CPU time of each move (None where it was not measured; all None if not given).
     ``forced``: the indices (into ``timings_us``, 0-based over the game) of the plays the referee
-    made because they were the seat's only legal move; written only when there are some."""
+    made because they were the seat's only legal move; written only when there are some.
+    ``reports``: the bots' own errors and notes on their answers, by play; written only when any."""
     cpu = list(cpu_us) if cpu_us is not None else [None] * len(timings_us)
     if len(cpu) != len(timings_us):
         raise ValueError(f"{len(cpu)} CPU times for {len(timings_us)} plays")
@@ -78,6 +79,8 @@ def referee_record(*, game_id: str, match_id: str, game_number: int, seats: Sequ
         "failures": [_as_dict(f) for f in failures],
         "result": _as_dict(result) if result is not None else None,
         **({"forced": list(forced)} if forced else {}),  # only then: other records stay as they were
+        # what bots said of their own answers (protocol 1.2): {"play", "seat", "error"?, "note"?}, only when any
+        **({"bot_reports": list(reports)} if reports else {}),
     }
 
 

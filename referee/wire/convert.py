@@ -22,7 +22,7 @@ from ..rules.cards import CODE
 from ..rules.state import GameState
 from ..rules.errors import InvalidCardError, InvalidMoveError, InvalidOptionError
 
-PROTOCOL_VERSION = "1.1"  # what the referee says it speaks (1.1: forced plays, Handshake.auto_forced)
+PROTOCOL_VERSION = "1.2"  # what the referee says it speaks (1.1: forced plays; 1.2: MoveChoice.error and note)
 PROTOCOL_MAJOR = PROTOCOL_VERSION.split(".")[0]  # what a bot's Hello must match (docs/protocol.md, "Versioning")
 
 _KIND_TO_PB = {

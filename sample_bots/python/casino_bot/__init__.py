@@ -28,8 +28,9 @@ import os
 
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's own log lines; set it to "debug" to see them
 
-from .bot import CasinoBot, Choice
+from .bot import CasinoBot, Choice, with_note
 from .serve import run
 from .view import legal_moves, options_from_turn, state_from_turn, table_from_turn
 
-__all__ = ["CasinoBot", "Choice", "legal_moves", "options_from_turn", "run", "state_from_turn", "table_from_turn"]
+__all__ = ["CasinoBot", "Choice", "legal_moves", "options_from_turn", "run", "state_from_turn", "table_from_turn",
+           "with_note"]

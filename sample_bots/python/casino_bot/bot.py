@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from casino.v1 import bot_pb2, game_pb2
 from referee.rules import Move, RuleOptions
 
-Choice = int | str | game_pb2.Move | Move
+MAX_NOTE_CHARS = 1000  # of a note the referee keeps (docs/protocol.md); the SDK sends no more
+
+
+@dataclass(frozen=True)
+class Noted:
+    """A choice with a note on it (``with_note``)."""
+
+    choice: int | str | game_pb2.Move | Move
+    note: str
+
+
+def with_note(choice: int | str | game_pb2.Move | Move, note: str) -> Noted:
+    """``choice``, with ``note`` (your reasoning, an evaluation) on the play: its owner sees it in
+    the replay, no other bot does. ``return with_note(best, f"value {v:.2f}")`` from ``choose``."""
+    return Noted(choice, str(note)[:MAX_NOTE_CHARS])
+
+
+Choice = int | str | game_pb2.Move | Move | Noted
 
 
 class CasinoBot:
@@ -36,7 +54,10 @@ class CasinoBot:
 
     def choose(self, turn: bot_pb2.Turn) -> Choice:
         """The move for ``turn``: an index into ``turn.legal_moves``, a notation string, a
-        ``game_pb2.Move`` or an engine ``Move``. Runs in a worker thread unless ``threaded`` is False."""
+        ``game_pb2.Move`` or an engine ``Move`` (any of them ``with_note``). Runs in a worker thread
+        unless ``threaded`` is False. If it raises, the SDK answers the first legal move and tells
+        the referee it is a fallback after this error (its type, message and line): the play is
+        recorded as the bot's error, and `referee check` is not clean."""
         raise NotImplementedError
 
     def on_game_start(self, start: bot_pb2.GameStart) -> None:

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from typing import Any
 
 import grpc
@@ -20,13 +21,20 @@ from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2
 from referee.wire.convert import PROTOCOL_VERSION, options_from_pb
 from referee.rules import Move
 
-from .bot import CasinoBot, Choice
+from .bot import MAX_NOTE_CHARS, CasinoBot, Choice, Noted
 
 SERVICE_NAME = "casino.v1.BotService"
 log = logging.getLogger("casino_bot")
 
 
+MAX_ERROR_CHARS = 500  # of an error the referee keeps
+
+
 def _to_choice(turn: bot_pb2.Turn, value: Choice) -> bot_pb2.MoveChoice:
+    if isinstance(value, Noted):
+        choice = _to_choice(turn, value.choice)
+        choice.note = value.note[:MAX_NOTE_CHARS]
+        return choice
     if isinstance(value, Move):
         return bot_pb2.MoveChoice(turn_id=turn.turn_id, notation=str(value))
     if isinstance(value, int) and not isinstance(value, bool):
@@ -38,6 +46,14 @@ def _to_choice(turn: bot_pb2.Turn, value: Choice) -> bot_pb2.MoveChoice:
     if isinstance(value, game_pb2.Move):
         return bot_pb2.MoveChoice(turn_id=turn.turn_id, move=value)
     raise TypeError(f"choose returned {type(value).__name__}; expected int, str or Move")
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception as the referee records it: type, message and the line it was raised at
+    (``AttributeError: 'Move' object has no attribute 'x' (choose, my_bot.py:12)``)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].name}, {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}"[: MAX_ERROR_CHARS - len(where)] + where
 
 
 class _Servicer(bot_pb2_grpc.BotServiceServicer):
@@ -87,9 +103,9 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
     def _decide(bot: CasinoBot, turn: bot_pb2.Turn) -> bot_pb2.MoveChoice:
         try:
             return _to_choice(turn, bot.choose(turn))
-        except Exception:  # a bug in the bot: play the first legal move rather than forfeit
-            log.exception("choose failed; answering index 0")
-            return bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0)
+        except Exception as exc:  # a bug in the bot: play the first legal move, and say so to the referee
+            log.exception("choose failed; answering index 0 (reported to the referee as this bot's error)")
+            return bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0, error=error_text(exc))
 
     @staticmethod
     async def _hook(fn: Any, arg: Any) -> None:
