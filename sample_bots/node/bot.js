@@ -24,7 +24,7 @@ const protoLoader = require('@grpc/proto-loader');
 
 const NAME = 'node-bot';
 const VERSION = '0.1.0';
-const PROTOCOL_VERSION = '1';
+const PROTOCOL_VERSION = '1.2';
 const LOADER_OPTIONS = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
 
 // --- the strategy -------------------------------------------------------------------------------
@@ -56,6 +56,15 @@ function gathered(move, buildsById) {
 }
 
 // Index into turn.legal_moves.
+// An error as the referee records it: its type, message and where (the first frame of its stack).
+function errorText(err) {
+  const name = (err && err.name) || 'Error';
+  const frame = ((err && err.stack) || '').split('\n').find((line) => line.trim().startsWith('at ')) || '';
+  const where = frame.match(/\(?([^()\s]+):(\d+):\d+\)?$/);
+  const place = where ? ` (${path.basename(where[1])}:${where[2]})` : '';
+  return `${name}: ${(err && err.message) || err}`.slice(0, 480) + place;
+}
+
 function choose(turn) {
   const obs = turn.observation;
   const buildsById = new Map(obs.builds.map((b) => [b.id, b]));
@@ -109,12 +118,16 @@ function play(call) {
       }
       case 'turn': {
         let index = 0;
+        let error = '';
         try {
           index = choose(req.turn);
         } catch (err) {
+          // a bug in choose(): answer the first legal move, and tell the referee it is a fallback
+          // after this error (protocol 1.2, MoveChoice.error), so the owner sees it and a check is not clean
           log(`choose failed (${err && err.stack}); answering index 0`);
+          error = errorText(err);
         }
-        call.write({ move: { turn_id: req.turn.turn_id, index } });
+        call.write({ move: { turn_id: req.turn.turn_id, index, error } });
         break;
       }
       case 'game_start':
