@@ -14,6 +14,7 @@ from typing import Any
 _PATH = re.compile(r"(?<![\w.:/~-])/[\w.@%+=~-]+(?:/[\w.@%+=~-]*)*")
 PATH_SHOWN = "…"
 COMMAND_SHOWN = "(its command)"
+PRIVATE_SEAT_KEYS = ("endpoint", "log")  # how it was started, and where its log is
 
 
 def public_text(text: str, commands: Iterable[str] = ()) -> str:
@@ -56,8 +57,9 @@ def public_record(record: dict[str, Any], commands: Iterable[str] = ()) -> dict[
     shown = copy.deepcopy(record)
     seats = shown.get("seats")
     if isinstance(seats, list):
-        shown["seats"] = [{k: v for k, v in s.items() if k != "endpoint"} if isinstance(s, dict) else s
+        shown["seats"] = [{k: v for k, v in s.items() if k not in PRIVATE_SEAT_KEYS} if isinstance(s, dict) else s
                           for s in seats]
+    shown.pop("bot_reports", None)  # a bot's own errors and notes: its owner's (owner.py shows them)
     if "failures" in shown:
         shown["failures"] = public_failures(shown["failures"], commands)
     if isinstance(shown.get("result"), dict):

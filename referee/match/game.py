@@ -126,6 +126,8 @@ async def _play_game(
                 return None
         return why
 
+    # where each bot's log stands as the game begins (its start-up, if it restarts, is the game's too)
+    log_from = [_log_size(slot) for slot in seats]
     # every seat's bot must start; each that cannot is recorded and forfeits
     forfeiting: list[int] = []
     for seat in range(n):
@@ -134,9 +136,12 @@ async def _play_game(
             record_failure(seat, why, True, before_play=True)
             forfeiting.append(seat)
 
-    def seat_records() -> tuple[SeatRecord, ...]:
+    def seat_records(logs: bool = False) -> tuple[SeatRecord, ...]:
+        """Who sat where; with ``logs``, where in its log file each bot's output of this game is."""
         return tuple(SeatRecord(s, seat_bots[s], seats[s].name, seats[s].hello_name, seats[s].version,
-                                seats[s].endpoint.spec, seats[s].endpoint.archive) for s in range(n))
+                                seats[s].endpoint.spec, seats[s].endpoint.archive,
+                                (seats[s].log_path.name, log_from[s], _log_size(seats[s])) if logs else None)
+                     for s in range(n))
 
     seen_seats = seat_records() if observe is not None else ()
 
@@ -249,7 +254,7 @@ async def _play_game(
     log.info("game %s: %s %s", game_id, result.reason, list(result.ranks), extra=_end_fields(game_id, result, seats))
     record = referee_record(
         game_id=game_id, match_id=match_id, game_number=number,
-        seats=seat_records(),
+        seats=seat_records(logs=True),
         time_control=control, policy=spec.policy.value, max_strikes=spec.max_strikes, state=state,
         timings_us=timings, cpu_us=cpu_timings, failures=failures, result=result, forced=forced, reports=reports,
     )
@@ -355,6 +360,14 @@ async def _crash_or_disconnect(failure: StreamFailure, slot: BotSlot) -> StreamF
     except asyncio.TimeoutError:
         return failure
     return StreamFailure(F.FAILURE_KIND_CRASH, f"the bot process {proc.exit_description}", failure.received)
+
+
+def _log_size(slot: BotSlot) -> int:
+    """How much of ``slot``'s log file is written (0 when there is none yet)."""
+    try:
+        return slot.log_path.stat().st_size
+    except OSError:
+        return 0
 
 
 def bot_report(play: int, seat: int, answer: bot_pb2.MoveChoice) -> dict[str, object]:

@@ -35,6 +35,9 @@ class SeatRecord:
     version: str
     endpoint: str
     archive: str | None = None
+    # (its log file's name, the offsets its output of this game lies between): for its owner's
+    # page; approximate by what the log's pipe still held at the game's end
+    log: tuple[str, int, int] | None = None
 
 
 def _as_dict(message: Any) -> dict[str, Any]:
@@ -46,6 +49,8 @@ def _seat_entry(s: SeatRecord) -> dict[str, Any]:
                              "version": s.version, "endpoint": s.endpoint}
     if s.archive is not None:  # only then: records of other bots stay as they were
         entry["archive"] = s.archive
+    if s.log is not None:
+        entry["log"] = {"file": s.log[0], "from": s.log[1], "to": s.log[2]}
     return entry
 
 
