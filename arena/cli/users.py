@@ -16,6 +16,9 @@ def add_users_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         q = actions.add_parser(action, help=text)
         if action != "list":
             q.add_argument("name", help="the user's name, also their bot's name (A-Z a-z 0-9 _ -, up to 32)")
+        if action == "add":
+            q.add_argument("--operator", action="store_true", help="an operator: sees every bot's private pages "
+                           "(logs, errors, notes) on the web, not only their own bots'")
         q.add_argument("file", nargs="?", help="a tournament file (its database); or give --db")
         q.add_argument("--db", metavar="URL", help="the database: sqlite:///path or postgresql://user@host/name")
     p.set_defaults(func=cmd_users)
@@ -39,7 +42,7 @@ def cmd_users(args: argparse.Namespace) -> int:
     store = Store(_database(args))
     try:
         if args.users_action == "add":
-            token = add_user(store, args.name)
+            token = add_user(store, args.name, operator=args.operator)
             # the token alone on stdout (TOKEN=$(arena users add ...)); how to use it on stderr
             sys.stdout.write(token + "\n")
             sys.stderr.write(f"added user {args.name}; the line above is their token, shown this once (the database "
@@ -50,10 +53,12 @@ def cmd_users(args: argparse.Namespace) -> int:
             sys.stdout.write(f"removed user {args.name}: their token no longer works (their bots and "
                              "submissions stay)\n")
         else:
-            sys.stdout.write(f"{'user':32s} {'state':8s} {'submissions':>11s}  added\n")
+            sys.stdout.write(f"{'user':32s} {'state':8s} {'role':11s} {'submissions':>11s}  added\n")
             for u in users(store):
                 added = u.created_at.isoformat(timespec="seconds")
-                sys.stdout.write(f"{u.name:32s} {'active' if u.active else 'removed':8s} {u.submissions:11d}  {added}\n")
+                role = "operator" if u.operator else "participant"
+                sys.stdout.write(f"{u.name:32s} {'active' if u.active else 'removed':8s} {role:11s} "
+                                 f"{u.submissions:11d}  {added}\n")
     finally:
         store.close()
     return 0

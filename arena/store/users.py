@@ -36,6 +36,7 @@ class UserRow:
     active: bool
     created_at: datetime
     submissions: int = 0
+    operator: bool = False  # sees every bot's private pages (logs, errors, notes), not only their own
 
 
 def token_hash(token: str) -> str:
@@ -49,7 +50,7 @@ def check_user_name(name: str) -> str:
     return name
 
 
-def add_user(store: Store, name: str) -> str:
+def add_user(store: Store, name: str, operator: bool = False) -> str:
     """Add user ``name`` (or give a removed one a new token and let them in again); their new token."""
     check_user_name(name)
     token = secrets.token_urlsafe(TOKEN_BYTES)
@@ -59,9 +60,9 @@ def add_user(store: Store, name: str) -> str:
             if existing is not None and existing.active:
                 raise UserError(f"a user named {quoted(name)} exists already (remove them first for a new token)")
             if existing is not None:
-                existing.token_sha256, existing.active = token_hash(token), True
+                existing.token_sha256, existing.active, existing.operator = token_hash(token), True, operator
             else:
-                s.add(User(name=name, token_sha256=token_hash(token), active=True))
+                s.add(User(name=name, token_sha256=token_hash(token), active=True, operator=operator))
     except IntegrityError:
         raise UserError(f"a user named {quoted(name)} was just added by someone else") from None
     return token
@@ -80,7 +81,7 @@ def remove_user(store: Store, name: str) -> None:
 def users(store: Store) -> list[UserRow]:
     with store.session() as s:
         counts = dict(s.execute(select(Submission.user_id, func.count()).group_by(Submission.user_id)).all())
-        return [UserRow(u.id, u.name, u.active, u.created_at, counts.get(u.id, 0))
+        return [UserRow(u.id, u.name, u.active, u.created_at, counts.get(u.id, 0), u.operator)
                 for u in s.scalars(select(User).order_by(User.name))]
 
 
@@ -93,7 +94,7 @@ def user_for_token(store: Store, token: str) -> UserRow | None:
         user = s.scalar(select(User).where(User.token_sha256 == wanted, User.active.is_(True)))
     if user is None or not hmac.compare_digest(user.token_sha256, wanted):
         return None
-    return UserRow(user.id, user.name, user.active, user.created_at)
+    return UserRow(user.id, user.name, user.active, user.created_at, operator=user.operator)
 
 
 def active_user(store: Store, user_id: int) -> UserRow | None:
@@ -102,4 +103,4 @@ def active_user(store: Store, user_id: int) -> UserRow | None:
         user = s.get(User, user_id)
     if user is None or not user.active:
         return None
-    return UserRow(user.id, user.name, user.active, user.created_at)
+    return UserRow(user.id, user.name, user.active, user.created_at, operator=user.operator)
