@@ -48,7 +48,7 @@ POLICY_CHOICES = tuple(p.value for p in FailurePolicy)
 
 # The keys each part of the file may hold; "" is the top level.
 TOP_KEYS = ("name", "players", "games_per_pairing", "duplicate", "concurrency", "seed", "database", "auto_forced",
-            "rules", "time", "failures", "bots", "ladder", "sandbox", "runtimes")
+            "rules", "time", "failures", "bots", "ladder", "sandbox", "runtimes", "public_notes")
 SECTION_KEYS = {
     "": TOP_KEYS,
     "[rules]": ("on_twenty", "max_deals"),
@@ -131,6 +131,7 @@ class TournamentConfig:
     # the [runtimes] tables as written (each machine that plays resolves them: referee/packages/runtimes.py),
     # with relative folders made absolute from this file's folder
     runtimes: dict[str, Any] = dataclasses.field(default_factory=dict)
+    public_notes: bool = False  # the bots' notes on their plays shown to everyone, not only to their owners
     auto_forced: bool = True  # a seat's only legal move is played by the referee (docs/protocol.md)
 
     @property
@@ -208,6 +209,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
     seed = top.integer("seed", 1, minimum=0, maximum=SEED_MAX)
     database = _database(top, path)
     auto_forced = top.boolean("auto_forced", True)
+    public_notes = top.boolean("public_notes", False)
 
     rules = _rules(top.table("rules"), players, top.all_good("players"))
     time_control = _time_control(top.table("time"))
@@ -227,7 +229,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
         path=path, name=name, players=players, bots=bots, games_per_pairing=games_per_pairing,
         duplicate=duplicate, rules=rules, time_control=time_control, policy=policy, max_strikes=max_strikes,
         concurrency=concurrency, seed=seed, database=database, ladder=ladder, sandbox=sandbox,
-        auto_forced=auto_forced, runtimes=runtimes,
+        auto_forced=auto_forced, runtimes=runtimes, public_notes=public_notes,
     )
 
 

@@ -159,7 +159,8 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
         games = (round_robin(len(config.bots), config.players, config.games_per_pairing, config.duplicate, config.seed)
                  if schedule_games else [])
         try:
-            return store.create_tournament(config.name, config.settings_fingerprint(), config_settings(config),
+            return store.create_tournament(config.name, config.settings_fingerprint(),
+                                           {**config_settings(config), "display": display_settings(config)},
                                            _bot_specs(config, archives), games, then)
         except TournamentExistsError:  # another process created it at the same moment: open theirs
             tid = store.tournament_id(config.name)
@@ -167,7 +168,7 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
     stored = store.tournament(tid)
     if stored.fingerprint != config.settings_fingerprint():
         # Tournaments stored before the settings kept their bots: the first bots of the pool are the file's.
-        before = dict(stored.settings)
+        before = {k: v for k, v in stored.settings.items() if k != "display"}
         before.setdefault("bots", [b.name for b in store.bots(tid)][:len(config.bots)])
         changes = settings_changes(before, config_settings(config)) or ["bots, games, rules, time or seed"]
         raise StorageError(
@@ -175,7 +176,14 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
             f"({'; '.join(changes)}); change them back, or give it a new name or use another database"
         )
     store.update_bot_specs(tid, _bot_specs(config, archives))  # a changed archive, like a changed command
+    store.set_display(tid, display_settings(config))  # how its pages show it: the file's, as it is now
     return tid
+
+
+def display_settings(config: TournamentConfig) -> dict[str, Any]:
+    """How the tournament's pages show it, kept with its settings (the web may serve a database
+    without its file); not part of its fingerprint: changing them changes no game."""
+    return {"public_notes": config.public_notes}
 
 
 def game_setup(config: TournamentConfig, number: int, seat_bots: Sequence[int], deck_seed: int) -> GameSetup:

@@ -461,6 +461,13 @@ class Store:
                 q = q.where(Bot.active.is_(True))
             return [_bot_row(b) for b in s.scalars(q)]
 
+    def set_display(self, tid: int, display: dict[str, Any]) -> None:
+        """Keep how the tournament's pages show it (``settings["display"]``) as the file says now."""
+        with self.session() as s, s.begin():
+            t = s.get(Tournament, tid)
+            if t is not None and (t.settings or {}).get("display") != display:
+                t.settings = {**(t.settings or {}), "display": display}
+
     def update_bot_specs(self, tid: int, bots: Iterable[BotSpec | tuple[str, str, str | None, dict[str, str]]]) -> None:
         """Refresh how bots are started (a bot's command, folder or archive may change between runs)."""
         with self.session() as s, s.begin():

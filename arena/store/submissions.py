@@ -278,3 +278,10 @@ def prune(store: Store, older_than: timedelta, now: datetime | None = None) -> P
                     deleted.append(sha)
                     freed += int(size)
     return Pruned(len(ids), deleted, freed)
+
+
+def owned_positions(store: Store, tid: int, user_id: int) -> set[int]:
+    """The positions, in tournament ``tid``, of the bots ``user_id`` submitted (every version)."""
+    with store.session() as s:
+        return set(s.scalars(select(Bot.position).join(Submission, Submission.bot_id == Bot.id)
+                             .where(Submission.user_id == user_id, Bot.tournament_id == tid)))

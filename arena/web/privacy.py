@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 # an absolute path: a slash after nothing word-like (not "1/2", not a URL's host part)
@@ -49,17 +49,26 @@ def public_result(result: Any, commands: Iterable[str]) -> Any:
         else dict(result)
 
 
-def public_record(record: dict[str, Any], commands: Iterable[str] = ()) -> dict[str, Any]:
+def public_record(record: dict[str, Any], commands: Iterable[str] = (), own_seats: Collection[int] = (),
+                  public_notes: bool = False) -> dict[str, Any]:
     """A referee record as the public sees it: each seat's name, version and archive, without how
-    it was reached (its ``endpoint``: a command line with this server's paths); failure reasons
-    without commands or paths."""
+    it was reached (its ``endpoint``: a command line with this server's paths) or where its log
+    is; failure reasons without commands or paths; of the bots' own errors and notes, those of
+    ``own_seats`` (the reader's bots), and the other seats' notes when ``public_notes``."""
     commands = [*commands, *record_commands(record)]
     shown = copy.deepcopy(record)
     seats = shown.get("seats")
     if isinstance(seats, list):
         shown["seats"] = [{k: v for k, v in s.items() if k not in PRIVATE_SEAT_KEYS} if isinstance(s, dict) else s
                           for s in seats]
-    shown.pop("bot_reports", None)  # a bot's own errors and notes: its owner's (owner.py shows them)
+    # the bots' own errors and notes: those of ``own_seats`` (the reader's bots; an operator's: all),
+    # and the others' notes when the tournament makes notes public
+    said = shown.pop("bot_reports", None)
+    if isinstance(said, list):
+        kept = [r if r.get("seat") in own_seats else {k: v for k, v in r.items() if k != "error"}
+                for r in said if isinstance(r, dict) and (r.get("seat") in own_seats or public_notes)]
+        if kept := [r for r in kept if "note" in r or "error" in r]:
+            shown["bot_reports"] = kept
     if "failures" in shown:
         shown["failures"] = public_failures(shown["failures"], commands)
     if isinstance(shown.get("result"), dict):

@@ -210,6 +210,9 @@ def _views(engine: dict[str, Any], wrapper: dict[str, Any] | None, names: list[s
     if not isinstance(forced, list) or not all(type(i) is int for i in forced):
         raise InvalidRecordError("malformed record: forced must be a list of play indices")
     forced_set = set(forced)
+    # the bots' own words on their plays (protocol 1.2), as much of them as the reader may see
+    reports = {r["play"]: r for r in (wrapper or {}).get("bot_reports", []) if isinstance(r, dict)
+               and isinstance(r.get("play"), int)}
     sheets: list[dict[str, Any]] = []
     views = [{"step": 0, "play": None, "deal_end": None, **_position(state, sheets)}]
     number = 0
@@ -239,6 +242,8 @@ def _views(engine: dict[str, Any], wrapper: dict[str, Any] | None, names: list[s
                                      "sweep": after.sweeps != state.sweeps, "random": None, "forced": is_forced}
             if (f := substituted.get((k, i + 1))) is not None:
                 entry["random"] = {"kind": f["kind"], "reason": f["reason"]}
+            if (said := reports.get(number - 1)) is not None:
+                entry["report"] = {key: str(said[key]) for key in ("note", "error") if key in said}
             deal_end = None
             if after.deal_over:
                 sheet = after.sheets[-1].to_dict()

@@ -152,6 +152,9 @@ def record_lines(record: dict[str, Any], names: Sequence[str] | None = None, ful
     teams = final.options.teams
     failures = record_failures(wrapper)
     substituted = {(f["deal"], f["play"]): f for f in failures if not f["forfeit"]}
+    # the bots' own errors and notes (protocol 1.2), by play index over the game
+    reports = {r["play"]: r for r in (wrapper or {}).get("bot_reports", []) if isinstance(r, dict)
+               and isinstance(r.get("play"), int)}
     lines = []
     if wrapper is not None:
         lines.append(f"game {clean_text(str(wrapper.get('game_id')), MAX_ID_CHARS)} [{seats_text}]")
@@ -168,6 +171,9 @@ def record_lines(record: dict[str, Any], names: Sequence[str] | None = None, ful
             if index in forced:
                 line += "  [forced: the only legal move]"
             lines.append(line)
+            said = reports.get(index, {})
+            lines += [f"      {label}: {clean_text(str(said[key]), MAX_LINE_CHARS)}"
+                      for key, label in (("error", "bot error"), ("note", "note")) if key in said]
         for f in failures:
             if f["forfeit"] and f["deal"] == k:
                 play = f"  {f['play']:2d}." if f["play"] else "     "

@@ -18,6 +18,7 @@ from referee.rules import InvalidRecordError
 
 from ...store.models import Bot, Game, GameStatus, as_utc, iso_utc
 from ..negotiate import now_iso, page
+from ..owners import public_notes, readers_bots
 from ..privacy import public_record, public_result, public_text
 from ..replay import replay_views
 from .common import path_id, store_of, tournament_or_404
@@ -73,8 +74,10 @@ def stored_game(request: Request) -> StoredGame:
             # a game being played: its record so far, as the player last wrote it (arena/play/live.py)
             found = store_of(request).live_record((tournament.id, g.number))
             record, live = (found[1], True) if found is not None else (None, False)
-        if record is not None:  # the public's view: no command, log or path of this server (privacy.py)
-            record = public_record(record, commands)
+        if record is not None:  # no command, log or path of this server; the reader's bots' own words (privacy.py)
+            mine = readers_bots(request, tournament)
+            record = public_record(record, commands, [seat for seat, p in enumerate(g.seat_bots) if p in mine],
+                                   public_notes(tournament))
         # the tournament's names by the game's seats, as `arena show` shows them
         names = [bots.get(p, f"bot {p}") for p in g.seat_bots]
         recorded = _recorded_seats(record)

@@ -127,6 +127,10 @@
           title: "the only legal move: played by the referee, no bot was asked" }));
         if (p.random) play.append(" ", el("span", { class: "badge warn", text: "random move: " + p.random.kind,
           title: p.random.reason }));
+        // the bot's own words on this play (its owner sees them; everyone its notes when the tournament says so)
+        if (p.report && p.report.error) play.append(el("span", { class: "bot-error",
+          text: "bot error: " + p.report.error }));
+        if (p.report && p.report.note) play.append(el("span", { class: "bot-note", text: "note: " + p.report.note }));
       } else {
         play.textContent = "The deal, before the first play.";
       }
