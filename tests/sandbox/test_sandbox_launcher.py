@@ -330,10 +330,12 @@ def test_a_bot_whose_stop_is_interrupted_gives_its_group_and_uid_back_once_it_is
         before = tree.live if tree else 0
         a = await start(launcher, stubborn, socket_root, "a")
         assert isinstance(a, SandboxedProcess) and (a.cgroup is not None) == (kept_by == "cgroup")
-        for _ in range(600):  # bounded: until it ignores SIGTERM
-            if "ready" in (socket_root / "a.log").read_text():
+        for _ in range(1200):  # bounded: until it ignores SIGTERM (its own line; the log's header names the command)
+            if "ready" in (socket_root / "a.log").read_text().splitlines():
                 break
             await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the stubborn bot never said it was ready")
         folders, uid, cgroup = a.cgroup.folders if a.cgroup else [], a.uid.uid if a.uid else None, a.cgroup
         with monkeypatch.context() as patched:
             patched.setattr(bots_launcher, "STOP_WAIT_S", 120.0)  # the stop is surely waiting when it is cancelled
