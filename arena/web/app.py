@@ -30,7 +30,7 @@ from .checks import SubmissionChecks, require_bwrap, submission_runtimes
 from .guard import guarded
 from .live_hub import LiveHub
 from .negotiate import JsonSuffix, page, wants_json
-from .pages import bot, game, games, kits, leaderboard, live, login, submit, tournaments
+from .pages import bot, game, games, kits, leaderboard, live, login, owner, submit, tournaments
 from .request_metrics import RequestMetrics
 from .settings import UPLOAD_THREADS, WebSettings
 
@@ -47,6 +47,7 @@ def routes() -> list[BaseRoute]:
         *login.ROUTES,
         *submit.ROUTES,
         *kits.ROUTES,
+        *owner.ROUTES,
         Mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"),
     ]
 

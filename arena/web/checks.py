@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import itertools
+import json
 import logging
 import os
 import signal

@@ -22,9 +22,8 @@ from ...rating.standings import Standings
 from ...rating.stats import total_score_interval
 from ...store.models import Game, GameSeat, RatingHistory, Tournament, iso_utc
 from ...store.store import BotRow
-from ...store.submissions import owner_of
-from ..auth import session_of
 from ..negotiate import page
+from ..owners import readers_bots
 from ..privacy import public_text
 from .common import cached, last_finished, path_for, store_of, tournament_or_404
 from .games import GameFilter, bot_url, game_rows, game_url, page_numbers
@@ -151,12 +150,6 @@ def log_excerpts(request: Request, t: Tournament, bot: BotRow) -> dict[str, Any]
             "why": None if files else f"no log file of this bot in the tournament's log folder ({len(found)} found)"}
 
 
-def _owner_asks(request: Request, bot: BotRow) -> bool:
-    """Whether the user asking submitted this bot."""
-    user = session_of(request).user
-    return user is not None and owner_of(store_of(request), bot.id) == user.id
-
-
 def bot_page(request: Request) -> Response:
     t = tournament_or_404(request)
     bot = bot_or_404(request, t)
@@ -183,8 +176,9 @@ def bot_page(request: Request) -> Response:
         "more_games": older,
         "failures": failures(request, t, bot),
     }
-    if _owner_asks(request, bot):  # a log is its owner's alone (docs/web.md, "Security model")
+    if bot.position in readers_bots(request, t):  # its owner's and the operators' (docs/web.md, "Security model")
         data["logs"] = log_excerpts(request, t, bot)
+        data["private_url"] = path_for(request, "owner", tournament=t.name, bot=bot.name)
     return page(request, "bot.html", data, data_as_of=last_finished(request, t.id))
 
 
