@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import math
 import os
 import re
 import tomllib
@@ -48,7 +49,7 @@ POLICY_CHOICES = tuple(p.value for p in FailurePolicy)
 
 # The keys each part of the file may hold; "" is the top level.
 TOP_KEYS = ("name", "players", "games_per_pairing", "duplicate", "concurrency", "seed", "database", "auto_forced",
-            "rules", "time", "failures", "bots", "ladder", "sandbox", "runtimes", "public_notes")
+            "rules", "time", "failures", "bots", "ladder", "sandbox", "runtimes", "standings", "public_notes")
 SECTION_KEYS = {
     "": TOP_KEYS,
     "[rules]": ("on_twenty", "max_deals"),
@@ -56,6 +57,7 @@ SECTION_KEYS = {
     "[failures]": ("policy", "max_strikes"),
     "[[bots]]": ("name", "command", "address", "package", "cwd", "env", "archive"),
     "[ladder]": ("interval", "cron", "pairings_per_bot", "sets_per_pairing"),
+    "[standings]": ("provisional_games", "provisional_sigma"),
     "[sandbox]": SandboxSettings.keys(),
 }
 PACKAGE_SPEC = "package"  # a bot row's spec when it is a bot package (its archive holds the package)
@@ -110,6 +112,34 @@ class LadderConfig:
 
 
 @dataclass(frozen=True)
+class StandingsSettings:
+    """How the standings are shown, not how games are played ([standings], docs/tournaments.md):
+    a bot with fewer than ``provisional_games`` games or a σ above ``provisional_sigma`` is marked
+    provisional. Defaults chosen from how σ falls with games here (bench/provisional_sigma.py)."""
+
+    provisional_games: int = 20
+    provisional_sigma: float = 2.5
+
+    def to_stored(self) -> dict[str, Any]:
+        """As the database keeps it, beside the tournament's settings (for `arena web --db`)."""
+        return {"provisional_games": self.provisional_games, "provisional_sigma": self.provisional_sigma}
+
+    @classmethod
+    def from_stored(cls, settings: Any) -> StandingsSettings:
+        """A tournament's stored settings' ``standings``; the defaults where it has none (a
+        tournament stored before the table existed) or holds something unusable."""
+        found = settings.get("standings") if isinstance(settings, dict) else None
+        found = found if isinstance(found, dict) else {}
+        d = cls()
+        games, sigma = found.get("provisional_games"), found.get("provisional_sigma")
+        if not (isinstance(games, int) and not isinstance(games, bool) and games >= 0):
+            games = d.provisional_games
+        if not (isinstance(sigma, (int, float)) and not isinstance(sigma, bool) and 0 < sigma < math.inf):
+            sigma = d.provisional_sigma
+        return cls(games, float(sigma))
+
+
+@dataclass(frozen=True)
 class TournamentConfig:
     """A checked tournament file: the bots, how their games are played, and where results go."""
 
@@ -133,6 +163,8 @@ class TournamentConfig:
     runtimes: dict[str, Any] = dataclasses.field(default_factory=dict)
     public_notes: bool = False  # the bots' notes on their plays shown to everyone, not only to their owners
     auto_forced: bool = True  # a seat's only legal move is played by the referee (docs/protocol.md)
+    # how standings mark provisional bots: shown, never fingerprinted (changing it resumes the same tournament)
+    standings: StandingsSettings = dataclasses.field(default_factory=StandingsSettings)
 
     @property
     def game_settings(self) -> GameSettings:
@@ -142,8 +174,8 @@ class TournamentConfig:
     def settings_fingerprint(self) -> str:
         """sha256 hex of the settings that decide the schedule and the games played.
 
-        Not concurrency, database, ladder or how bots are reached: a bot's command may move
-        without invalidating the games it has played.
+        Not concurrency, database, ladder, standings or how bots are reached: a bot's command
+        may move without invalidating the games it has played.
         """
         settings = {
             "players": self.players,
@@ -221,6 +253,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
     bots = _bots(top, path.parent, players, check_programs)
     _check_cpu_limit(top, time_control, bots)
     ladder = _ladder(top.table("ladder")) if "ladder" in data else None
+    standings = _standings(top.table("standings"))
     sandbox = _sandbox(top.table("sandbox"), path.parent)
     runtimes = _runtimes(data.get("runtimes"), path, problems, check_programs)
     if problems:
@@ -229,7 +262,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
         path=path, name=name, players=players, bots=bots, games_per_pairing=games_per_pairing,
         duplicate=duplicate, rules=rules, time_control=time_control, policy=policy, max_strikes=max_strikes,
         concurrency=concurrency, seed=seed, database=database, ladder=ladder, sandbox=sandbox,
-        auto_forced=auto_forced, runtimes=runtimes, public_notes=public_notes,
+        auto_forced=auto_forced, runtimes=runtimes, standings=standings, public_notes=public_notes,
     )
 
 
@@ -322,6 +355,14 @@ class _Table:
             self.fail(key, f"must be a non-empty string, not {_show(value)}")
             return "" if default is _MISSING else default
         return value
+
+    def number(self, key: str, default: float, *, above: float) -> float:
+        """A finite number (whole or not) greater than ``above``."""
+        value = self.data.get(key, default)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and above < value < math.inf:
+            return float(value)
+        self.fail(key, f"must be a number greater than {above:g}, not {_show(value)}")
+        return default
 
     def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
         value = self.data.get(key, default)
@@ -598,6 +639,16 @@ def _ladder(table: _Table) -> LadderConfig:
         interval_s=interval_s, cron=cron,
         pairings_per_bot=table.integer("pairings_per_bot", 2, minimum=1),
         sets_per_pairing=table.integer("sets_per_pairing", 1, minimum=1),
+    )
+
+
+def _standings(table: _Table) -> StandingsSettings:
+    """The [standings] table: when a bot is marked provisional."""
+    table.check_keys()
+    d = StandingsSettings()
+    return StandingsSettings(
+        provisional_games=table.integer("provisional_games", d.provisional_games, minimum=0),
+        provisional_sigma=table.number("provisional_sigma", d.provisional_sigma, above=0),
     )
 
 

@@ -19,7 +19,7 @@ from ..errors import one_line
 from ..play.coordinator import QueuedSession
 from ..play.runner import available_cores, oversubscription_warning
 from ..play.session import GameFinished, RunEnded, RunStarted, TournamentSession
-from ..rating.standings import Standings, fitting_standings_table, head_to_head_table
+from ..rating.standings import Standings, fitting_standings_table, head_to_head_table, rank_notes
 from .console import PROG
 
 NEVER_STARTED = 3  # the exit status of a run in which a bot could not be started in any game
@@ -154,6 +154,8 @@ def _final_report(console: Console, config: TournamentConfig, ended: RunEnded, i
     title = f"{config.name}: standings after {ended.counts['done']} games"
     console.print(fitting_standings_table(console, standings, title))
     console.print(head_to_head_table(standings))
+    for note in rank_notes(standings):
+        console.print(f"note: {note.text()}", markup=False, highlight=False)
     for line in ended.failures:
         console.print(f"[red]referee failure[/red] {line}")
     for row in standings.rows:

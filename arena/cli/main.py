@@ -123,12 +123,18 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_standings(args: argparse.Namespace) -> int:
     from ..play.runner import current_standings
-    from ..rating.standings import fitting_standings_table, head_to_head_table, standings_csv, standings_json
+    from ..rating.standings import (
+        fitting_standings_table,
+        head_to_head_table,
+        rank_notes,
+        standings_csv,
+        standings_json,
+    )
 
     config = _load(args.file, reading=True)
     store, tid = _open(config)
     try:
-        standings = current_standings(store, tid)
+        standings = current_standings(store, tid, config.standings)
     finally:
         store.close()
     if args.format == "json":
@@ -139,6 +145,8 @@ def cmd_standings(args: argparse.Namespace) -> int:
         console = make_console()
         console.print(fitting_standings_table(console, standings, f"{config.name}: standings"))
         console.print(head_to_head_table(standings))
+        for note in rank_notes(standings):
+            console.print(f"note: {note.text()}", markup=False, highlight=False)
     return 0
 
 
@@ -252,7 +260,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             (out / "records" / f"game-{number:06d}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
             count += 1
         (out / "games.csv").write_text(games_csv(store.games(tid), names), encoding="utf-8")
-        standings = current_standings(store, tid)
+        standings = current_standings(store, tid, config.standings)
         (out / "standings.json").write_text(standings_json(standings) + "\n", encoding="utf-8")
         (out / "standings.csv").write_text(standings_csv(standings), encoding="utf-8")
         history = [{"game": n, "bot": b, "mu": mu, "sigma": sigma} for n, b, mu, sigma in store.rating_history(tid)]

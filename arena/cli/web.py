@@ -76,6 +76,8 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
     db = config.database if config is not None else args.db
     # a tournament file says where its bot logs are (beside it); a database alone does not
     logs = ((config.name, str(logs_dir_for(config))),) if config is not None else ()
+    # the file's [standings] for its tournament (the stored copy is only as new as the last run)
+    standings = ((config.name, config.standings),) if config is not None else ()
     served = serving(args)
     if args.metrics_listen:
         metrics_address(args.metrics_listen)  # a bad one fails here, before the database is opened
@@ -92,7 +94,7 @@ def web_settings(args: argparse.Namespace) -> WebSettings:
         raise UsageError(f"--kept-per-user must be at least --max-upload ({args.max_upload:g} MiB), not "
                          f"{args.kept_per_user:g}")
     return WebSettings(db=db, private=args.private, submit=args.submit, max_upload_bytes=int(args.max_upload * MIB),
-                       sandbox_from=args.file, logs=logs, metrics_listen=args.metrics_listen,
+                       sandbox_from=args.file, logs=logs, standings=standings, metrics_listen=args.metrics_listen,
                        max_in_flight=args.submissions_in_flight, max_per_hour=args.submissions_per_hour,
                        max_kept_bytes=int(args.kept_per_user * MIB), **served)
 

@@ -55,7 +55,7 @@ class QueuedSession:
 
     async def standings_now(self) -> Standings:
         assert self._store is not None, "standings_now is for the length of run()"
-        return await asyncio.to_thread(current_standings, self._store, self._tid)
+        return await asyncio.to_thread(current_standings, self._store, self._tid, self.config.standings)
 
     def _queue_missing(self, conn: Connection, tid: int) -> int:
         count = queue_missing(self._app, self.config, conn, tid)
@@ -82,7 +82,7 @@ class QueuedSession:
                 await self._follow(store, tid, total, settled_numbers)
                 await asyncio.to_thread(apply_ratings, store, tid)  # the workers' passes, finished here
             counts = await asyncio.to_thread(store.counts, tid)
-            standings = await asyncio.to_thread(current_standings, store, tid)
+            standings = await asyncio.to_thread(current_standings, store, tid, config.standings)
             failures = await asyncio.to_thread(_failures, store, tid)
             pending = counts["pending"] + counts["running"]
             return RunEnded(standings, counts, failures, pending > 0, False, store.url_for_people,

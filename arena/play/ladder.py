@@ -279,12 +279,13 @@ class LadderServer:
 
     def report(self, number: int, played: int) -> None:
         """The round's line (number, games played, leader) and the standings table."""
-        standings = current_standings(self.store, self.tid)
+        standings = current_standings(self.store, self.tid, self.config.standings)
         leader = standings.rows[0]
         left = self.games_left()
         state = f", stopped with {left} left for the next start" if left else ""
+        provisional = ", provisional" if leader.provisional else ""
         self.console.print(f"round {number}: {played} game{'s' * (played != 1)} played{state}; leader {leader.name} "
-                           f"(μ−3σ {leader.conservative:.2f})")
+                           f"(μ−3σ {leader.conservative:.2f}{provisional})")
         log.info("round %d: %d game%s played%s; leader %s (μ−3σ %.2f)", number, played, "s" * (played != 1), state,
                  leader.name, leader.conservative, extra={"tournament": self.tid})
         title = f"{self.config.name}: standings after round {number}"

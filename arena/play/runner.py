@@ -22,7 +22,7 @@ from referee.match.spec import GameSetup
 from referee.metrics import BOTS
 from referee.packages.load import Packages
 
-from ..config import TournamentConfig
+from ..config import StandingsSettings, TournamentConfig
 from ..cores import available_cores, oversubscription_warning  # noqa: F401  (arena.cli.live imports them from here)
 from ..errors import quoted
 from ..rating.standings import Standings, standings_of
@@ -40,10 +40,13 @@ MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked
 RATING_INTERVAL_S = 0.5  # ratings are brought up to date at most this often while games finish
 
 
-def current_standings(store: Store, tid: int) -> Standings:
-    """The standings as stored now: the database's sums over every finished game, in rating order."""
+def current_standings(store: Store, tid: int, settings: StandingsSettings | None = None) -> Standings:
+    """The standings as stored now: the database's sums over every finished game, in rating order,
+    provisional bots marked as ``settings`` say (None: as stored with the tournament, else the defaults)."""
+    if settings is None:
+        settings = StandingsSettings.from_stored(store.tournament(tid).settings)
     names = [b.name for b in store.bots(tid)]
-    return standings_of(names, store.standings_tally(tid), store.ratings(tid))
+    return standings_of(names, store.standings_tally(tid), store.ratings(tid), settings)
 
 def seat_bots(store: Store, tid: int, active_only: bool = False, archives: ArchiveCache | None = None,
               packages: Packages | None = None) -> dict[int, SeatBot]:
@@ -77,6 +80,22 @@ def config_settings(config: TournamentConfig) -> dict[str, Any]:
         "max_strikes": config.max_strikes,
         **({} if config.auto_forced else {"auto_forced": False}),  # as the fingerprint: only when off
     }
+
+
+STANDINGS_KEY = "standings"  # where the stored settings keep [standings]
+DISPLAY_KEY = "display"  # where they keep how pages show the tournament (public_notes)
+SHOWN_KEYS = (STANDINGS_KEY, DISPLAY_KEY)  # not fingerprinted, not played: updated on each open
+
+
+def shown_settings(config: TournamentConfig) -> dict[str, Any]:
+    """How the tournament is shown, kept with its settings so that a database served without its
+    file (`arena web --db`) shows it as the file says; changing them changes no game."""
+    return {STANDINGS_KEY: config.standings.to_stored(), DISPLAY_KEY: {"public_notes": config.public_notes}}
+
+
+def stored_settings(config: TournamentConfig) -> dict[str, Any]:
+    """What a new tournament's row keeps: config_settings and shown_settings."""
+    return {**config_settings(config), **shown_settings(config)}
 
 
 # config_settings' keys (nested ones dotted) as a tournament file writes them, in the file's order
@@ -159,8 +178,7 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
         games = (round_robin(len(config.bots), config.players, config.games_per_pairing, config.duplicate, config.seed)
                  if schedule_games else [])
         try:
-            return store.create_tournament(config.name, config.settings_fingerprint(),
-                                           {**config_settings(config), "display": display_settings(config)},
+            return store.create_tournament(config.name, config.settings_fingerprint(), stored_settings(config),
                                            _bot_specs(config, archives), games, then)
         except TournamentExistsError:  # another process created it at the same moment: open theirs
             tid = store.tournament_id(config.name)
@@ -168,7 +186,7 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
     stored = store.tournament(tid)
     if stored.fingerprint != config.settings_fingerprint():
         # Tournaments stored before the settings kept their bots: the first bots of the pool are the file's.
-        before = {k: v for k, v in stored.settings.items() if k != "display"}
+        before = {k: v for k, v in stored.settings.items() if k not in SHOWN_KEYS}  # shown, not played
         before.setdefault("bots", [b.name for b in store.bots(tid)][:len(config.bots)])
         changes = settings_changes(before, config_settings(config)) or ["bots, games, rules, time or seed"]
         raise StorageError(
@@ -176,14 +194,10 @@ def open_tournament(store: Store, config: TournamentConfig, schedule_games: bool
             f"({'; '.join(changes)}); change them back, or give it a new name or use another database"
         )
     store.update_bot_specs(tid, _bot_specs(config, archives))  # a changed archive, like a changed command
-    store.set_display(tid, display_settings(config))  # how its pages show it: the file's, as it is now
+    shown = {k: v for k, v in shown_settings(config).items() if stored.settings.get(k) != v}
+    if shown:  # how its pages show it: the file's, as it is now (also for `arena web --db`)
+        store.update_settings(tid, shown)
     return tid
-
-
-def display_settings(config: TournamentConfig) -> dict[str, Any]:
-    """How the tournament's pages show it, kept with its settings (the web may serve a database
-    without its file); not part of its fingerprint: changing them changes no game."""
-    return {"public_notes": config.public_notes}
 
 
 def game_setup(config: TournamentConfig, number: int, seat_bots: Sequence[int], deck_seed: int) -> GameSetup:

@@ -119,7 +119,8 @@ class TournamentSession:
         """The standings as stored now, computed in a thread (a query over every game; never on
         the loop that times the bots)."""
         assert self._store is not None, "standings_now is for the length of run()"
-        reading = asyncio.ensure_future(asyncio.to_thread(current_standings, self._store, self._tid))
+        reading = asyncio.ensure_future(
+            asyncio.to_thread(current_standings, self._store, self._tid, self.config.standings))
         self._reading.add(reading)  # the store stays open until it is done
         reading.add_done_callback(self._reading.discard)
         return await reading
@@ -169,7 +170,7 @@ class TournamentSession:
             finally:
                 self._playing = None
             counts = store.counts(tid)
-            standings = current_standings(store, tid)
+            standings = current_standings(store, tid, config.standings)
             pending = counts["pending"] + counts["running"]
             return RunEnded(standings, counts, tuple(failures), pending > 0, self._abandoned,
                             store.url_for_people, logs_dir_for(config))

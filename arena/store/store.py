@@ -15,7 +15,7 @@ import re
 import shlex
 import sqlite3
 import urllib.parse
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -461,12 +461,13 @@ class Store:
                 q = q.where(Bot.active.is_(True))
             return [_bot_row(b) for b in s.scalars(q)]
 
-    def set_display(self, tid: int, display: dict[str, Any]) -> None:
-        """Keep how the tournament's pages show it (``settings["display"]``) as the file says now."""
+    def update_settings(self, tid: int, changes: Mapping[str, Any]) -> None:
+        """Set keys of a tournament's stored settings (those the fingerprint does not cover)."""
         with self.session() as s, s.begin():
             t = s.get(Tournament, tid)
-            if t is not None and (t.settings or {}).get("display") != display:
-                t.settings = {**(t.settings or {}), "display": display}
+            if t is None:
+                raise StorageError(f"no tournament with id {tid}")
+            t.settings = {**t.settings, **changes}  # a new dict: the JSON column sees the change
 
     def update_bot_specs(self, tid: int, bots: Iterable[BotSpec | tuple[str, str, str | None, dict[str, str]]]) -> None:
         """Refresh how bots are started (a bot's command, folder or archive may change between runs)."""

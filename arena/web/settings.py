@@ -7,9 +7,13 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..errors import UsageError, quoted
+
+if TYPE_CHECKING:  # the tournament file's machinery loads the database's: not for `arena web --help`
+    from ..config import StandingsSettings
 
 DEFAULT_LISTEN = "127.0.0.1:8000"  # loopback unless told otherwise: nothing is public by accident
 PAGE_SIZE = 50  # games per page of a game list
@@ -50,6 +54,8 @@ class WebSettings:
     events_heartbeat_s: float = EVENTS_HEARTBEAT_S
     page_size: int = PAGE_SIZE  # games per page of a game list
     logs: tuple[tuple[str, str], ...] = ()  # (tournament name, its bot logs' folder) where this machine has them
+    # (tournament name, its file's [standings]) when served with its file; any other tournament: as stored
+    standings: tuple[tuple[str, StandingsSettings], ...] = ()
     submit: str | None = None  # the ladder logged-in users submit bots to (None: submission is closed)
     max_upload_bytes: int = MAX_UPLOAD_BYTES
     check_timeout_s: float = CHECK_TIMEOUT_S

@@ -38,9 +38,10 @@ GAMES = 6  # 3 pairings x games_per_pairing 2
 RUN_TIMEOUT_S = 180
 CMD_TIMEOUT_S = 60
 STANDINGS_FIELDS = ["rank", "name", "mu", "sigma", "conservative", "games", "wins", "draws", "losses",
-                    "points_per_game", "forfeits"]
+                    "points_per_game", "forfeits", "provisional", "provisional_reasons"]
 CSV_HEADER = ["rank", "name", "mu", "sigma", "conservative", "games", "wins", "draws", "losses", "points_per_game",
-              "forfeits_timeout", "forfeits_illegal", "forfeits_crash", "forfeits_startup"]
+              "forfeits_timeout", "forfeits_illegal", "forfeits_crash", "forfeits_startup", "provisional",
+              "provisional_reasons"]
 START_LINE = re.compile(r"^tournament '(?P<name>[^']+)': (?P<bots>\d+) bots, (?P<games>\d+) games "
                         r"\((?P<played>\d+) already played\), (?P<at_once>\d+) at once; database sqlite:///\S+$")
 PROGRESS_LINE = re.compile(r"^(\d+)/(\d+) games, [\d.]+ games/s$")
@@ -223,9 +224,9 @@ def test_live_standings_on_a_terminal_are_computed_off_the_loop(tmp_path: Path) 
     computed: list[str] = []
     real = play_session.current_standings
 
-    def noting(store, tid):  # type: ignore[no-untyped-def]
+    def noting(store, tid, settings=None):  # type: ignore[no-untyped-def]
         computed.append(threading.current_thread().name)
-        return real(store, tid)
+        return real(store, tid, settings)
 
     play_session.current_standings = noting  # type: ignore[assignment]
     try:
@@ -290,6 +291,39 @@ def test_standings_formats_agree(built: Built, standings_json: str) -> None:
         for opponent, cell in zip([r["name"] for r in rows], row[1:]):
             if opponent != row[0]:
                 assert cell == f"{pairs[row[0], opponent]['score']:g}/2"
+
+
+def test_every_format_marks_a_bot_of_few_games_provisional_and_says_why(built: Built, standings_json: str) -> None:
+    """Each bot has played 4 games: under the default 20, and σ is still wide (docs/tournaments.md)."""
+    document = json.loads(standings_json)
+    assert document["provisional"] == {"games": 20, "sigma": 2.5}
+    for row in document["standings"]:
+        assert row["provisional"] is True
+        assert row["provisional_reasons"] == ["4 games of 20", f"σ {row['sigma']:.2f} > 2.5"]
+    table = list(csv.DictReader(io.StringIO(arena("standings", str(built.file), "--format", "csv").stdout)))
+    assert [(r["provisional"], r["provisional_reasons"]) for r in table] == [
+        ("true", "; ".join(row["provisional_reasons"])) for row in document["standings"]]
+    done = arena("standings", str(built.file))
+    standings, _ = split_tables(done.stdout)
+    assert [r[2] for r in standings] == [f"{row['conservative']:.2f}?" for row in document["standings"]]
+    assert "? provisional: under 20 games or σ above 2.5" in " ".join(done.stdout.split())
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
+    assert len(notes) == len(document["rank_notes"])
+    assert f"{NAME}: standings after {GAMES} games" in built.first.stdout and "? provisional" in built.first.stdout
+
+
+def test_the_thresholds_come_from_the_file_and_change_no_tournament(built: Built, tmp_path: Path) -> None:
+    path = copy_of_built(built, tmp_path)
+    path.write_text(path.read_text(encoding="utf-8") + "\n[standings]\nprovisional_games = 4\nprovisional_sigma = 8\n",
+                    encoding="utf-8")
+    document = json.loads(arena("standings", str(path), "--format", "json").stdout)
+    assert document["provisional"] == {"games": 4, "sigma": 8.0}
+    assert [(r["provisional"], r["provisional_reasons"]) for r in document["standings"]] == [(False, [])] * BOTS
+    assert "provisional" not in arena("standings", str(path)).stdout
+    path.write_text(path.read_text(encoding="utf-8").replace("provisional_games = 4", "provisional_games = 5"),
+                    encoding="utf-8")
+    again = json.loads(arena("standings", str(path), "--format", "json").stdout)["standings"]
+    assert [r["provisional_reasons"] for r in again] == [["4 games of 5"]] * BOTS
 
 
 # --- arena games ---------------------------------------------------------------------------------
@@ -669,6 +703,11 @@ BAD_FILES = {
     "duplicate-bot-names": (tournament_text("bad", two_bots("twin", "Twin")), ['"Twin" is already used']),
     "missing-program": (tournament_text("bad", two_bots(command="no-such-program-xyz --fast")),
                         ["no-such-program-xyz"]),
+    "unknown-standings-key": (tournament_text("bad", two_bots()) + "\n[standings]\nprovisional_sigmas = 3\n",
+                              ['unknown key "provisional_sigmas" in [standings]',
+                               'did you mean "provisional_sigma"?']),
+    "bad-provisional-games": (tournament_text("bad", two_bots()) + '\n[standings]\nprovisional_games = "few"\n',
+                              ['[standings] provisional_games must be a whole number >= 0, not "few"']),
     "unreachable-database": (tournament_text("bad", two_bots(),
                                              top='database = "postgresql+psycopg://postgres@127.0.0.1:1/nope"'),
                              ["cannot use database", "127.0.0.1:1"]),

@@ -20,6 +20,7 @@ from arena.config import (
     BotConfig,
     ConfigError,
     LadderConfig,
+    StandingsSettings,
     TournamentConfig,
     load_config,
     parse_config,
@@ -311,6 +312,21 @@ ERROR_CASES = [
     ("ladder-neither", cup(tail="[ladder]\npairings_per_bot = 2"), ["[ladder] needs interval"]),
     ("pairings-zero", cup(tail="[ladder]\ninterval = 60\npairings_per_bot = 0"), ["[ladder] pairings_per_bot"]),
     ("sets-zero", cup(tail="[ladder]\ninterval = 60\nsets_per_pairing = 0"), ["[ladder] sets_per_pairing"]),
+    ("unknown-standings", cup(tail="[standings]\nprovisional_game = 30"),
+     ['unknown key "provisional_game" in [standings] (did you mean "provisional_games"?)']),
+    ("standings-key-at-top", cup("provisional_sigma = 2"), ['unknown key "provisional_sigma"', "belongs in [standings]"]),
+    ("standings-not-table", cup("standings = 20"), ["standings must be a table", "not 20"]),
+    ("provisional-games-negative", cup(tail="[standings]\nprovisional_games = -1"),
+     ["[standings] provisional_games must be a whole number >= 0, not -1"]),
+    ("provisional-games-float", cup(tail="[standings]\nprovisional_games = 20.5"),
+     ["[standings] provisional_games", "not 20.5"]),
+    ("provisional-sigma-zero", cup(tail="[standings]\nprovisional_sigma = 0"),
+     ["[standings] provisional_sigma must be a number greater than 0, not 0"]),
+    ("provisional-sigma-string", cup(tail='[standings]\nprovisional_sigma = "wide"'),
+     ["[standings] provisional_sigma", 'not "wide"']),
+    ("provisional-sigma-bool", cup(tail="[standings]\nprovisional_sigma = true"),
+     ["[standings] provisional_sigma", "not true"]),
+    ("provisional-sigma-inf", cup(tail="[standings]\nprovisional_sigma = inf"), ["[standings] provisional_sigma"]),
 ]
 
 
@@ -486,6 +502,7 @@ def test_fingerprint_follows_bot_order(tmp_path: Path) -> None:
     (f"command = {PYTHON}", f'command = {json.dumps(shlex.join([sys.executable, "other.py"]))}\ncwd = "."'),
     ('address = "localhost:50051"', 'address = "unix:/tmp/moved.sock"'),
     ("concurrency = 2", "concurrency = 2\n[ladder]\ninterval = 60"),
+    ("concurrency = 2", "concurrency = 2\n[standings]\nprovisional_games = 5\nprovisional_sigma = 1.5"),
 ])
 def test_fingerprint_ignores_how_and_where(tmp_path: Path, old: str, new: str) -> None:
     assert old in FINGERPRINT_BASE
@@ -493,6 +510,25 @@ def test_fingerprint_ignores_how_and_where(tmp_path: Path, old: str, new: str) -
     after = parse(FINGERPRINT_BASE.replace(old, new, 1), tmp_path)
     assert after != before
     assert after.settings_fingerprint() == before.settings_fingerprint()
+
+
+def test_standings_thresholds_come_from_the_file_else_the_defaults(tmp_path: Path) -> None:
+    assert parse(cup(), tmp_path).standings == StandingsSettings() == StandingsSettings(20, 2.5)
+    given = parse(cup(tail="[standings]\nprovisional_games = 0\nprovisional_sigma = 3"), tmp_path).standings
+    assert given == StandingsSettings(provisional_games=0, provisional_sigma=3.0)
+    assert isinstance(given.provisional_sigma, float)
+    only_sigma = parse(cup(tail="[standings]\nprovisional_sigma = 1.75"), tmp_path).standings
+    assert only_sigma == StandingsSettings(20, 1.75)
+
+
+def test_stored_standings_settings_round_trip_and_fall_back_to_the_defaults() -> None:
+    mine = StandingsSettings(12, 3.25)
+    assert StandingsSettings.from_stored({"players": 2, "standings": mine.to_stored()}) == mine
+    # a tournament stored before [standings] existed, or a value no file could give
+    assert StandingsSettings.from_stored({"players": 2}) == StandingsSettings()
+    assert StandingsSettings.from_stored({"standings": {"provisional_games": "x", "provisional_sigma": 3}}) == \
+        StandingsSettings(20, 3.0)
+    assert StandingsSettings.from_stored(None) == StandingsSettings()
 
 
 def test_config_values_are_frozen(tmp_path: Path) -> None:

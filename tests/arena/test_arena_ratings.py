@@ -11,6 +11,7 @@ import pytest
 import trueskill
 from rich.console import Console
 
+from arena.config import StandingsSettings
 from arena.rating.ratings import Rating, RatingBook, default_rating, make_env
 from arena.rating.results import FORFEIT_KINDS, GameOutcome
 from arena.rating.standings import (
@@ -19,6 +20,8 @@ from arena.rating.standings import (
     fitting_standings_table,
     forfeits_text,
     head_to_head_table,
+    provisional_reasons,
+    rank_notes,
     seat_result,
     standings_csv,
     standings_json,
@@ -270,14 +273,16 @@ def sample_standings() -> Standings:
 def test_json_round_trips_rows_and_head_to_head() -> None:
     standings = sample_standings()
     document = json.loads(standings_json(standings))
-    assert list(document) == ["standings", "head_to_head"]
+    assert list(document) == ["standings", "head_to_head", "provisional", "rank_notes"]
     first = document["standings"][0]
     assert list(first) == ["rank", "name", "mu", "sigma", "conservative", "games", "wins", "draws", "losses",
-                           "points_per_game", "forfeits"]
+                           "points_per_game", "forfeits", "provisional", "provisional_reasons"]
     assert [row["name"] for row in document["standings"]] == ["a", "b", "c"]
     assert first == {"rank": 1, "name": "a", "mu": 26.0, "sigma": 2.0, "conservative": 20.0, "games": 4,
                      "wins": 1, "draws": 1, "losses": 2, "points_per_game": 10.75,
-                     "forfeits": {"timeout": 1, "illegal": 0, "crash": 1, "startup": 0}}
+                     "forfeits": {"timeout": 1, "illegal": 0, "crash": 1, "startup": 0},
+                     "provisional": False, "provisional_reasons": []}  # no rule given: nobody is marked
+    assert (document["provisional"], document["rank_notes"]) == (None, [])
     pairs = {(e["bot"], e["opponent"]): (e["score"], e["games"]) for e in document["head_to_head"]}
     assert len(pairs) == 6
     assert pairs["a", "b"] == (2.0, 4) and pairs["b", "a"] == (2.0, 4) and pairs["c", "a"] == (0.0, 0)
@@ -288,7 +293,8 @@ def test_csv_round_trips_with_one_column_per_forfeit_kind() -> None:
     text = standings_csv(sample_standings())
     rows = list(csv.DictReader(io.StringIO(text)))
     assert text.splitlines()[0] == ("rank,name,mu,sigma,conservative,games,wins,draws,losses,points_per_game,"
-                                    "forfeits_timeout,forfeits_illegal,forfeits_crash,forfeits_startup")
+                                    "forfeits_timeout,forfeits_illegal,forfeits_crash,forfeits_startup,"
+                                    "provisional,provisional_reasons")
     assert [row["name"] for row in rows] == ["a", "b", "c"]
     a = rows[0]
     assert (int(a["rank"]), float(a["mu"]), float(a["conservative"]), int(a["games"])) == (1, 26.0, 20.0, 4)
@@ -364,3 +370,72 @@ def test_live_standings_fit_80_columns_and_cut_nothing() -> None:
     wide = Console(record=True, width=160)
     wide.print(fitting_standings_table(wide, standings, "spring-cup"))
     assert "rating (μ−3σ)" in wide.export_text()  # μ and σ too where they fit
+
+
+# --- provisional bots, and bots ranked below one they lead head to head --------------------------------------
+
+
+def test_provisional_reasons_name_the_games_and_the_sigma_against_their_limits() -> None:
+    rule = StandingsSettings(provisional_games=20, provisional_sigma=2.5)
+    assert provisional_reasons(8, 3.1, rule) == ("8 games of 20", "σ 3.10 > 2.5")
+    assert provisional_reasons(1, 2.0, rule) == ("1 game of 20",)
+    assert provisional_reasons(20, 2.5, rule) == ()  # at the limits: settled
+    assert provisional_reasons(40, 2.6, rule) == ("σ 2.60 > 2.5",)
+    assert provisional_reasons(40, 2.5004, rule) == ("σ 2.5004 > 2.5",)  # never "σ 2.50 > 2.5"
+    assert provisional_reasons(0, 25 / 3, StandingsSettings(0, 9)) == ()  # both tests turned off
+    assert provisional_reasons(3, 8.0, None) == ()
+
+
+def test_the_provisional_mark_never_changes_the_order_or_the_figures() -> None:
+    ratings = {"x": Rating(30.0, 5.0), "y": Rating(20.0, 1.0), "z": Rating(27.0, 4.0)}
+    plain = compute_standings(["x", "y", "z"], [], ratings)
+    marked = compute_standings(["x", "y", "z"], [], ratings, StandingsSettings(0, 3.0))
+    assert [(r.rank, r.name, r.conservative) for r in marked.rows] == [(r.rank, r.name, r.conservative)
+                                                                     for r in plain.rows]
+    assert {r.name: r.provisional for r in marked.rows} == {"y": (), "x": ("σ 5.00 > 3",), "z": ("σ 4.00 > 3",)}
+    assert all(r.provisional == () for r in plain.rows)
+
+
+def five_three_and_seven_one() -> list[GameOutcome]:
+    """The audit's case: b beats a 3-1, then a beats c (who had beaten d and e) 4 times, and b beats
+    e (who loses to everyone) 4 times; a is 5-3, b 7-1."""
+    order = [("c", "d"), ("c", "e")] * 3 + [("b", "a")] * 3 + [("a", "b")] + [("a", "c")] * 4 + [("b", "e")] * 4
+    return [duel(n, winner + loser if n % 2 else loser + winner, (1, 2) if n % 2 else (2, 1))
+            for n, (winner, loser) in enumerate(order, start=1)]
+
+
+def test_a_bot_ranked_below_one_it_leads_head_to_head_is_marked_and_explained() -> None:
+    games = five_three_and_seven_one()
+    book = RatingBook()
+    for outcome in games:
+        book.update(outcome)
+    standings = compute_standings(list("abcde"), games, book.ratings(), StandingsSettings())
+    rows = {row.name: row for row in standings.rows}
+    a, b = rows["a"], rows["b"]
+    assert (a.wins, a.losses, b.wins, b.losses) == (5, 3, 7, 1)
+    assert standings.head_to_head.score["b", "a"] == 3.0 and standings.head_to_head.games["b", "a"] == 4
+    assert a.rank < b.rank and a.conservative > b.conservative  # the ranking rule is kept: μ − 3σ
+    assert b.provisional == ("8 games of 20", f"σ {b.sigma:.2f} > 2.5") and a.provisional
+    (note,) = [n for n in rank_notes(standings) if n.lower.name == "b"]
+    assert (note.higher.name, note.score, note.games) == ("a", 3.0, 4)
+    assert note.text().startswith("b leads a 3–1 head to head but ranks below it: ranks follow the rating μ − 3σ")
+    assert f"b {b.conservative:.2f} = {b.mu:.2f} − 3 × {b.sigma:.2f}" in note.text()
+    assert note.text().endswith("; both are provisional")
+    document = json.loads(standings_json(standings))
+    assert document["provisional"] == {"games": 20, "sigma": 2.5}
+    assert {"bot": "b", "ranked_below": "a", "score": 3.0, "games": 4, "text": note.text()} in document["rank_notes"]
+    csv_b = next(r for r in csv.DictReader(io.StringIO(standings_csv(standings))) if r["name"] == "b")
+    assert (csv_b["provisional"], csv_b["provisional_reasons"]) == ("true", f"8 games of 20; σ {b.sigma:.2f} > 2.5")
+
+
+def test_tables_mark_a_provisional_rating_and_say_what_the_mark_means() -> None:
+    ratings = {"old": Rating(30.0, 1.0), "new": Rating(35.0, 3.0)}
+    games = [GameOutcome(n, ("old", "new") if n % 2 else ("new", "old"), (0, 1), (1, 2), (21, 9), 0)
+             for n in range(1, 25)]
+    standings = compute_standings(["old", "new"], games, ratings, StandingsSettings(20, 2.5))
+    text = render(standings_table(standings))
+    lines = {line.split("│")[2].strip(): line for line in text.splitlines() if line.count("│") > 10}
+    assert "27.00" in lines["old"] and "?" not in lines["old"] and "26.00?" in lines["new"]  # new: σ 3 > 2.5
+    assert "? provisional: under 20 games or σ above 2.5" in " ".join(text.split())
+    settled = render(standings_table(compute_standings(["old", "new"], games, ratings, StandingsSettings(10, 3.5))))
+    assert "?" not in settled and "provisional" not in settled

@@ -1,7 +1,8 @@
 """The leaderboard, a bot's page and the game list, in HTML and JSON: over the real played
 tournament (figures checked against what the Store and current_standings say), over a small
-database with forfeits and a hostile bot name (made through the Store), and the migration that
-adds game_seats to a database stored before it."""
+database with forfeits and a hostile bot name (made through the Store), over the audit's 5-3 and
+7-1 bots (stored and rated as a run does: provisional marks, why, and the note on their order),
+and the migration that adds game_seats to a database stored before it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,11 @@ from alembic.script import ScriptDirectory
 from starlette.testclient import TestClient
 
 import arena.store
-from arena.play.runner import current_standings
+from arena.cli.main import build_parser
+from arena.cli.web import web_settings
+from arena.config import load_config
+from arena.play.rate import apply_ratings
+from arena.play.runner import current_standings, open_tournament
 from arena.rating.standings import seat_result, tally_outcomes
 from arena.store.store import Store
 from casino.v1 import game_pb2
@@ -219,6 +224,99 @@ def test_a_hostile_bot_name_is_escaped_on_every_page(forfeits_db: str) -> None:
             assert html.status_code == 200, path
             assert HOSTILE not in html.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in html.text or path == "/", path
             assert "<script>alert" not in html.text, path
+
+
+# --- the audit's case: 5-3 ranked above the 7-1 bot that beat it 3-1 ---------------------------
+
+
+# winner, loser of each game in play order: b beats a 3-1, a beats c (who had beaten d and e) 4
+# times, b beats e (who loses to everyone) 4 times; a ends 5-3, b 7-1, and μ − 3σ puts a above b
+AUDIT_GAMES = [("c", "d"), ("c", "e")] * 3 + [("b", "a")] * 3 + [("a", "b")] + [("a", "c")] * 4 + [("b", "e")] * 4
+
+
+def audit_file(folder: Path, database: Path, standings: str = "") -> Path:
+    """The tournament file of the audit's five bots (never started: their games are stored below)."""
+    bots = "".join(f'[[bots]]\nname = "{name}"\ncommand = "python3 {name}.py"\n\n' for name in "abcde")
+    path = folder / "audit.toml"
+    path.write_text(f'name = "audit"\ndatabase = "sqlite:///{database}"\n{bots}\n{standings}', encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def audit_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The audit's tournament as `arena run` leaves it: opened from its file (no [standings]: the
+    defaults), each game stored through Store.finish, rated by apply_ratings. Its file's path."""
+    folder = tmp_path_factory.mktemp("audit")
+    path = audit_file(folder, folder / "audit.db")
+    config = load_config(path, check_programs=False)
+    store = Store(config.database)
+    try:
+        tid = open_tournament(store, config, schedule_games=False)
+        position = {name: i for i, name in enumerate("abcde")}
+        seats = [(w, l) if n % 2 else (l, w) for n, (w, l) in enumerate(AUDIT_GAMES, start=1)]
+        store.add_games(tid, 1, [type("G", (), {"number": n, "set_number": n, "deck_seed": n,
+                                                "seat_bots": (position[x], position[y])})()
+                                 for n, (x, y) in enumerate(seats, start=1)])
+        tasks = store.claim(tid, len(AUDIT_GAMES))
+        assert sorted(t.number for t in tasks) == list(range(1, len(AUDIT_GAMES) + 1))
+        for task in tasks:
+            first_wins = task.number % 2 == 1
+            assert store.finish(task, _result(task.number, [21, 9] if first_wins else [9, 21],
+                                              [1, 2] if first_wins else [2, 1], 0 if first_wins else 1, []),
+                                {"format": "test"})
+        assert apply_ratings(store, tid) == len(AUDIT_GAMES)
+    finally:
+        store.close()
+    return path
+
+
+def test_the_7_1_bot_ranked_below_the_5_3_bot_it_beat_is_marked_and_explained(audit_db: Path) -> None:
+    for client in client_for(load_config(audit_db, check_programs=False).database):
+        answer = client.get("/t/audit.json").json()
+        rows = {r["name"]: r for r in answer["standings"]}
+        a, b = rows["a"], rows["b"]
+        assert (a["wins"], a["losses"], b["wins"], b["losses"]) == (5, 3, 7, 1)
+        assert a["rank"] < b["rank"] and a["conservative"] > b["conservative"]  # the ranking rule stands
+        assert b["provisional"] is True and b["provisional_reasons"] == ["8 games of 20", f"σ {b['sigma']:.2f} > 2.5"]
+        assert answer["provisional"] == {"games": 20, "sigma": 2.5}
+        (note,) = [n for n in answer["rank_notes"] if n["bot"] == "b"]
+        assert (note["ranked_below"], note["score"], note["games"]) == ("a", 3.0, 4)
+        assert note["text"].startswith("b leads a 3–1 head to head but ranks below it")
+        h2h = {line["bot"]: {c["opponent"]: c for c in line["against"] if c} for line in answer["head_to_head"]}
+        assert (h2h["b"]["a"]["score"], h2h["b"]["a"]["games"]) == (3.0, 4)
+
+        html = client.get("/t/audit").text
+        row = re.search(r'<tr data-bot="b">.*?</tr>', html, flags=re.S)
+        assert row and f'title="provisional: 8 games of 20; σ {b["sigma"]:.2f} &gt; 2.5">provisional</abbr>' in row[0]
+        assert 'id="provisional-legend"' in html and "under 20 games or σ above 2.5" in html
+        assert 'id="rank-notes"' in html and "b leads a 3–1 head to head but ranks below it" in html
+        assert 'id="head-to-head"' in html
+        assert client.get("/t/audit/bots/b.json").json()["standing"]["provisional_reasons"] == b["provisional_reasons"]
+
+
+def test_a_database_served_alone_marks_bots_as_its_files_last_run_stored(audit_db: Path, tmp_path: Path) -> None:
+    """`arena web --db` has no file: the thresholds stored by the last run (or bots command) apply;
+    `arena web FILE` takes the file's. Changing them resumes the same tournament."""
+    copy = tmp_path / "audit.db"
+    shutil.copy(audit_db.with_name("audit.db"), copy)
+    strict = load_config(audit_file(tmp_path, copy, "[standings]\nprovisional_games = 5\nprovisional_sigma = 5"),
+                         check_programs=False)
+    store = Store(strict.database)
+    try:
+        tid = store.tournament_id("audit")
+        assert open_tournament(store, strict, schedule_games=False) == tid  # not refused: not a game setting
+        assert store.tournament(tid).settings["standings"] == {"provisional_games": 5, "provisional_sigma": 5.0}
+    finally:
+        store.close()
+    for client in client_for(strict.database):  # no file: as stored
+        rows = {r["name"]: r for r in client.get("/t/audit.json").json()["standings"]}
+        assert rows["b"]["provisional"] is False and rows["a"]["provisional"] is False
+        assert rows["d"]["provisional_reasons"] == ["3 games of 5", f"σ {rows['d']['sigma']:.2f} > 5"]
+    served = web_settings(build_parser().parse_args(["web", str(audit_file(tmp_path, copy))]))  # the defaults
+    assert served.db == strict.database
+    for client in client_for(served.db, standings=served.standings):  # the file given: its [standings]
+        rows = {r["name"]: r for r in client.get("/t/audit.json").json()["standings"]}
+        assert rows["b"]["provisional_reasons"][0] == "8 games of 20"
 
 
 # --- the migration ------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...config import BOT_NAME
-from ...play.runner import current_standings
 from ...rating.failures import failure_place, kind_name
 from ...rating.standings import Standings
 from ...rating.stats import total_score_interval
@@ -25,8 +24,9 @@ from ...store.store import BotRow
 from ..negotiate import page
 from ..owners import readers_bots
 from ..privacy import public_text
-from .common import cached, last_finished, path_for, store_of, tournament_or_404
+from .common import last_finished, path_for, store_of, tournament_or_404
 from .games import GameFilter, bot_url, game_rows, game_url, page_numbers
+from .leaderboard import standings_for
 
 HISTORY_POINTS = 1000  # the chart's newest rated games (a point each); the JSON says how many there are
 RECENT_GAMES = 20
@@ -155,7 +155,7 @@ def bot_page(request: Request) -> Response:
     bot = bot_or_404(request, t)
     store = store_of(request)
     bots = {b.position: b for b in store.bots(t.id)}
-    standings = cached(request, "standings", t, lambda: current_standings(store, t.id))
+    standings = standings_for(request, t)
     opponents = opponent_scores(standings, bot.name)
     row = next(r for r in standings.rows if r.name == bot.name)
     points, rated = history(request, bot)
@@ -167,7 +167,8 @@ def bot_page(request: Request) -> Response:
         "games_url": games_url,
         "standing": {"rank": row.rank, "conservative": row.conservative, "mu": row.mu, "sigma": row.sigma,
                      "games": row.games, "wins": row.wins, "draws": row.draws, "losses": row.losses,
-                     "points_per_game": row.points_per_game, "forfeits": dict(row.forfeits)},
+                     "points_per_game": row.points_per_game, "forfeits": dict(row.forfeits),
+                     "provisional": bool(row.provisional), "provisional_reasons": list(row.provisional)},
         "history": {"rated_games": rated, "shown": len(points),
                     "points": [{"game": n, "mu": mu, "sigma": sigma} for n, mu, sigma in points]},
         "chart": chart(points),

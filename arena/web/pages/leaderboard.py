@@ -1,6 +1,7 @@
 """A tournament's leaderboard: the standings the `arena standings` command prints (the stored
 TrueSkill ratings, records and forfeits, through play/runner.current_standings), each bot's last
-game, sortable by any column on the server; the head-to-head table of a round robin."""
+game, sortable by any column on the server; provisional bots marked, with why; the head-to-head
+table of a round robin, and a note for each bot ranked below one it leads head to head."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...config import StandingsSettings
 from ...play.runner import current_standings
 from ...rating.results import FORFEIT_KINDS
+from ...rating.standings import Standings, note_dict, provisional_legend, rank_notes, rule_dict
 from ...store.models import Game, GameSeat, Tournament, iso_utc
 from ..negotiate import page
 from .common import cached, last_finished, path_for, store_of, tournament_or_404
@@ -50,6 +53,19 @@ def _last_games(request: Request, tid: int) -> dict[int, tuple[int, str | None]]
     return out
 
 
+def standings_settings(request: Request, t: Tournament) -> StandingsSettings:
+    """When a bot of ``t`` is provisional: its file's [standings] when the app was started with that
+    file (`arena web FILE`), else as stored with the tournament (its last run), else the defaults."""
+    given = dict(request.app.state.settings.standings)
+    return given.get(t.name) or StandingsSettings.from_stored(t.settings)
+
+
+def standings_for(request: Request, t: Tournament) -> Standings:
+    """The tournament's current standings, cached until a game finishes or the thresholds change."""
+    settings = standings_settings(request, t)
+    return cached(request, f"standings {settings}", t, lambda: current_standings(store_of(request), t.id, settings))
+
+
 def sorted_rows(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
     """``rows`` in the order ``sort`` names (a column of SORTS, ``-`` first to reverse it)."""
     column = sort.removeprefix("-")
@@ -61,7 +77,7 @@ def sorted_rows(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
 
 def leaderboard_data(request: Request, t: Tournament, sort: str) -> dict[str, Any]:
     store = store_of(request)
-    standings = cached(request, "standings", t, lambda: current_standings(store, t.id))
+    standings = standings_for(request, t)
     bots = {b.name: b for b in store.bots(t.id)}
     last = _last_games(request, t.id)
     rows = []
@@ -73,6 +89,7 @@ def leaderboard_data(request: Request, t: Tournament, sort: str) -> dict[str, An
             "conservative": row.conservative, "mu": row.mu, "sigma": row.sigma, "games": row.games,
             "wins": row.wins, "draws": row.draws, "losses": row.losses, "points_per_game": row.points_per_game,
             "forfeits": {kind: row.forfeits[kind] for kind in FORFEIT_KINDS},
+            "provisional": bool(row.provisional), "provisional_reasons": list(row.provisional),
             "last_game": {"number": number, "finished_at": finished, "url": game_url(request, t.name, number)}
             if number is not None else None,
         })
@@ -84,6 +101,9 @@ def leaderboard_data(request: Request, t: Tournament, sort: str) -> dict[str, An
         "tournament": t.name, "rounds": t.rounds, "rated_through": t.rated_through, "sort": sort,
         "sorts": list(SORTS), "forfeit_kinds": list(FORFEIT_KINDS),
         "standings": sorted_rows(rows, sort),
+        "provisional": rule_dict(standings.rule),
+        "provisional_legend": provisional_legend(standings.rule) if standings.rule is not None else None,
+        "rank_notes": [note_dict(note) for note in rank_notes(standings)],
         # a row per bot in standings order, a cell per opponent (None on the diagonal)
         "head_to_head": [{"bot": a, "against": [{"opponent": b, "score": h2h.score[a, b], "games": h2h.games[a, b]}
                                                 if a != b else None for b in h2h.names]}
