@@ -284,10 +284,10 @@ class LadderServer:
         left = self.games_left()
         state = f", stopped with {left} left for the next start" if left else ""
         provisional = ", provisional" if leader.provisional else ""
-        self.console.print(f"round {number}: {played} game{'s' * (played != 1)} played{state}; leader {leader.name} "
-                           f"(μ−3σ {leader.conservative:.2f}{provisional})")
-        log.info("round %d: %d game%s played%s; leader %s (μ−3σ %.2f)", number, played, "s" * (played != 1), state,
-                 leader.name, leader.conservative, extra={"tournament": self.tid})
+        line = (f"round {number}: {played} game{'s' * (played != 1)} played{state}; leader {leader.name} "
+                f"(μ−3σ {leader.conservative:.2f}{provisional})")
+        self.console.print(line)
+        log.info("%s", line, extra={"tournament": self.tid})  # the console's line, for the log
         title = f"{self.config.name}: standings after round {number}"
         self.console.print(fitting_standings_table(self.console, standings, title))
 
