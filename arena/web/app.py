@@ -29,12 +29,14 @@ from .auth import SessionKeys, Sessions
 from .checks import SubmissionChecks, require_bwrap, submission_runtimes
 from .guard import guarded
 from .live_hub import LiveHub
-from .negotiate import JsonSuffix, page, wants_json
+from .nav import install as install_nav
+from .negotiate import TEMPLATES, Clock, JsonSuffix, page, system_clock, wants_json
 from .pages import bot, game, games, kits, leaderboard, live, login, owner, submit, tournaments
 from .request_metrics import RequestMetrics
 from .settings import UPLOAD_THREADS, WebSettings
 
 log = logging.getLogger("arena.web")
+install_nav(TEMPLATES.env)  # every page's header (arena/web/nav.py)
 
 
 def routes() -> list[BaseRoute]:
@@ -78,8 +80,9 @@ class ArenaApp(Starlette):
         return guarded(super().build_middleware_stack(), self.state.settings)
 
 
-def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
-    """The app over ``settings.db`` (or an open ``store``, which the caller then closes)."""
+def create_app(settings: WebSettings, store: Store | None = None, clock: Clock = system_clock) -> Starlette:
+    """The app over ``settings.db`` (or an open ``store``, which the caller then closes); ``clock``
+    says when an answer is made (its ``generated_at``, which pages' relative times count from)."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -117,6 +120,7 @@ def create_app(settings: WebSettings, store: Store | None = None) -> Starlette:
     app = ArenaApp(routes=routes(), middleware=middleware, lifespan=lifespan,
                    exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.settings = settings
+    app.state.clock = clock
     app.state.session_keys = SessionKeys()  # per run: a restart ends every session (arena/web/auth.py)
     app.state.live_hub = LiveHub(settings)  # one poll per followed game, and the event streams' caps
     return app

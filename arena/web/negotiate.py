@@ -3,6 +3,7 @@ suffix answers the data the page shows, as Datasette does. One function renders 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .times import ago_filter, utc_filter
 
 JSON_SUFFIX = ".json"
 
@@ -40,6 +43,8 @@ def _json_path(context: dict[str, Any]) -> str:
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True)
 _ENV.globals["url_for"] = _url_path  # before Jinja2Templates, which only sets its own where none is
 _ENV.globals["json_path"] = _json_path
+_ENV.filters["ago"] = ago_filter  # times relative to the answer's generated_at (arena/web/times.py)
+_ENV.filters["utc"] = utc_filter  # a time as it is, in UTC
 TEMPLATES = Jinja2Templates(env=_ENV)
 
 
@@ -65,15 +70,25 @@ def wants_json(request: Request) -> bool:
     return "application/json" in accept and "text/html" not in accept
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+Clock = Callable[[], datetime]
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def now_iso(request: Request | None = None) -> str:
+    """Now, as the answer's ``generated_at``: by the app's clock (``app.state.clock``, the system's
+    unless a test gave the app a fixed one), to the second."""
+    clock: Clock = getattr(request.app.state, "clock", system_clock) if request is not None else system_clock
+    return clock().astimezone(UTC).isoformat(timespec="seconds")
 
 
 def page(request: Request, template: str, data: dict[str, Any], status: int = 200,
          data_as_of: datetime | None = None) -> Response:
     """The page ``template`` showing ``data``, or ``data`` itself as JSON; both carry the data's
     freshness (``data_as_of``: the newest change they show, and ``generated_at``)."""
-    body = dict(data, generated_at=now_iso(),
+    body = dict(data, generated_at=now_iso(request),
                 data_as_of=data_as_of.isoformat(timespec="seconds") if data_as_of else None)
     if wants_json(request):
         return JSONResponse(body, status_code=status)

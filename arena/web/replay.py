@@ -56,6 +56,8 @@ from referee.rules import (
     play,
 )
 
+from ..rating.reasons import reason_words
+
 ENGINE_FORMAT = "royal-casino-record"
 SUIT_SYMBOLS = "♣♦♥♠"  # by suit index: C D H S
 RANK_WORDS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
@@ -152,9 +154,10 @@ def _start(engine: dict[str, Any]) -> tuple[GameState, list[dict[str, Any]]]:
     return state, deals
 
 
-def _final(wrapper: dict[str, Any] | None, state: GameState, names: Sequence[str],
+def _final(wrapper: dict[str, Any] | None, engine: dict[str, Any], state: GameState, names: Sequence[str],
            failures: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The game's result (scores by side, ranks and winner, forfeits), or None while it runs."""
+    """The game's result (scores by side, ranks and winner, forfeits, why it ended in words:
+    arena/rating/reasons.py), or None while it runs."""
     options = state.options
     forfeits = [dict(f, who=_who(f["seat"], names)) for f in failures if f["forfeit"]]
     stored = (wrapper or {}).get("result")
@@ -168,19 +171,22 @@ def _final(wrapper: dict[str, Any] | None, state: GameState, names: Sequence[str
             raise InvalidRecordError("malformed record: its result is not numbers") from None
         termination = str(stored.get("termination", "")).removeprefix("TERMINATION_").lower()
         reason = str(stored["reason"])
+        words = reason_words(stored, [_who(s, names) for s in range(options.players)], engine)
     elif state.result is not None:
         scores, deals, reason = list(state.result.scores), state.result.deals, state.result.reason.value
         winner = -1 if state.result.winner is None else state.result.winner
         ranks = seat_ranks(options, ranks_by_side(scores, state.result.winner))
         termination = "normal"
+        words = reason_words({"reason": reason, "deals": deals}, (), engine)
     else:
         return None
     sides = [[s, s + 2] if options.teams else [s] for s in range(options.sides)]
     winner_text = "draw" if winner < 0 else " + ".join(_who(s, names) for s in sides[winner]) + " wins"
     return {"termination": termination, "reason": reason, "scores": scores, "ranks": ranks,
             "winner_side": None if winner < 0 else winner, "deals": deals, "forfeits": forfeits,
-            "text": f"{winner_text} ({reason}) after {deals} deal(s): "
-                    + ", ".join(f"{'+'.join(f'P{s}' for s in seats)} {v}" for seats, v in zip(sides, scores))}
+            "reason_words": words,
+            "text": f"{winner_text}: {words} after {deals} deal(s) ("
+                    + ", ".join(f"{'+'.join(f'P{s}' for s in seats)} {v}" for seats, v in zip(sides, scores)) + ")"}
 
 
 def replay_views(record: dict[str, Any], names: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -262,7 +268,7 @@ def _views(engine: dict[str, Any], wrapper: dict[str, Any] | None, names: list[s
     if state.result is not None and (stored_result := engine.get("result")) is not None \
             and stored_result != state.result.to_dict():
         raise InvalidRecordError(f"the result does not match the replay: replay gives {state.result.to_dict()}")
-    views[-1]["final"] = _final(wrapper, state, names, failures)
+    views[-1]["final"] = _final(wrapper, engine, state, names, failures)
     for view in views[:-1]:
         view["final"] = None
     return views

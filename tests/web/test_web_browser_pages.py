@@ -1,7 +1,8 @@
 """The web app's pages in a real browser (headless Chromium over `arena web` as a process, over a
 real finished tournament): the leaderboard in rating order, the bot page's chart, the replay
-viewer stepped with the keyboard against `arena show --full`. Screenshots at desktop and phone
-widths (ARENA_WEB_SCREENSHOTS=DIR keeps them: docs/web/)."""
+viewer stepped with the keyboard against `arena show --full` and played by itself, wide tables on
+a phone, the same nav everywhere. Screenshots at desktop and phone widths (ARENA_WEB_SCREENSHOTS=DIR
+keeps them: docs/web/)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from arena.play.runner import current_standings
 from arena.store.store import Store
-from tests.web.browser_support import WebServer, screenshot
+from tests.web.browser_support import PHONE, WebServer, screenshot
 from tests.web.test_web_replay import shown_positions
 from tests.web.web_support import TOURNAMENT
 
@@ -101,3 +102,80 @@ def test_the_replay_viewer_steps_with_the_keyboard_through_what_arena_show_print
     page.locator("#slider").fill("7")  # the slider goes to a play too
     shows(7)
     screenshot(page, "replay")
+
+
+def test_autoplay_steps_through_a_game_at_the_chosen_speed_and_pauses(page: Page, web_server: WebServer) -> None:
+    page.goto(web_server.url(f"/t/{TOURNAMENT}/games/1"))
+    page.wait_for_function("() => window.viewer && window.viewer.views.length > 20")
+    assert page.evaluate("window.viewer.step") == 0 and page.evaluate("window.viewer.playing") is False
+    page.select_option("#speed", "4")
+    page.click("#play-pause")
+    page.wait_for_function("() => window.viewer.step >= 3")
+    assert page.locator("#play-pause").get_attribute("aria-pressed") == "true"
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press(" ")  # space pauses
+    assert page.evaluate("window.viewer.playing") is False
+    paused = page.evaluate("window.viewer.step")
+    page.wait_for_timeout(1000)  # four plays' time at 4×: none is taken while paused
+    assert page.evaluate("window.viewer.step") == paused and page.url.endswith(f"#play-{paused}")
+    assert page.locator("#play-pause").get_attribute("aria-pressed") == "false"
+    page.keyboard.press(" ")  # and plays on from there
+    page.wait_for_function(f"() => window.viewer.step > {paused}")
+    page.keyboard.press(" ")
+    page.keyboard.press("ArrowRight")  # the keys still step
+    stepped = page.evaluate("window.viewer.step")
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate("window.viewer.step") == stepped - 1
+    # played to the end, it stops there by itself
+    last = page.evaluate("window.viewer.views.length - 1")
+    page.locator("#slider").fill(str(last - 2))
+    page.click("#play-pause")
+    page.wait_for_function(f"() => window.viewer.step === {last} && !window.viewer.playing")
+    assert page.url.endswith(f"#play-{last}") and page.locator("#final").is_visible()
+
+
+@pytest.mark.parametrize("path, key", [
+    (f"/t/{TOURNAMENT}/games", "table.games td.key a.game-link"),  # a game's number, its link
+    (f"/t/{TOURNAMENT}", "#standings td.key a"),  # a bot's name
+])
+def test_a_wide_table_scrolls_on_a_phone_with_its_link_in_view(page: Page, web_server: WebServer, path: str,
+                                                               key: str) -> None:
+    page.set_viewport_size(PHONE)  # type: ignore[arg-type]
+    page.goto(web_server.url(path))
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # the page itself fits
+    scrolled = page.evaluate("(sel) => { const box = document.querySelector(sel).closest('.scroll');"
+                             " box.scrollLeft = box.scrollWidth; return box.scrollLeft; }", key)
+    assert scrolled > 0  # the table is wider than the phone: it scrolls in its box
+    link = page.locator(key).first
+    box = link.bounding_box()
+    assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= PHONE["width"], box
+    # and it is on top there (no other column drawn over it): the point at its middle is the link
+    assert page.evaluate("([sel, x, y]) => document.elementFromPoint(x, y).closest('a') === document.querySelector(sel)",
+                         [key, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2])
+    if "games" in path:
+        page.evaluate("(sel) => { document.querySelector(sel).closest('.scroll').scrollLeft = 0; }", key)
+        screenshot(page, "games")
+
+
+SITE_PAGES = ("/", f"/t/{TOURNAMENT}", f"/t/{TOURNAMENT}/games", f"/t/{TOURNAMENT}/bots/greedy",
+              f"/t/{TOURNAMENT}/games/1", "/live", "/kits", "/login", "/no/such/page")
+
+
+def test_the_nav_is_the_same_on_every_page(page: Page, web_server: WebServer) -> None:
+    shown = set()
+    for path in SITE_PAGES:
+        page.goto(web_server.url(path))
+        site = page.locator("header.top nav.site a")
+        shown.add((tuple(site.nth(i).inner_text() for i in range(site.count())),
+                   page.locator("header.top nav.user").inner_text().strip()))
+        crumbs = page.locator("nav.crumbs")
+        assert crumbs.count() == (1 if path.startswith(f"/t/{TOURNAMENT}") else 0), path
+        if path == "/kits":
+            screenshot(page, "kits")
+        if path == "/login":
+            screenshot(page, "login")
+    assert shown == {(("Tournaments", "Live", "Kits"), "Log in")}  # no Submit: submission is closed here
+    page.goto(web_server.url(f"/t/{TOURNAMENT}/games"))
+    with page.expect_navigation():
+        page.locator("#nav-login").click()
+    assert page.url == web_server.url(f"/login?next=%2Ft%2F{TOURNAMENT}%2Fgames")  # and back here after it

@@ -50,6 +50,10 @@ def test_a_submission_is_accepted_checked_and_enters_the_ladder(
     with page.expect_navigation():
         page.click("form.stacked button[type=submit]")
     assert page.url == server.url("/submit")
+    # the nav says who is logged in, offers to log out, and no longer to log in
+    assert page.locator("#nav-user-name").inner_text() == "alice"
+    assert page.locator("header.top nav.user button", has_text="Log out").is_visible()
+    assert page.locator("#nav-login").count() == 0 and page.locator("#nav-submit").is_visible()
     screenshot(page, "submit")
     with page.expect_download() as download:  # the greedy kit, from the page's list of starter kits
         page.click("#kits a[href$='/greedy.tar.gz']")
@@ -65,6 +69,10 @@ def test_a_submission_is_accepted_checked_and_enters_the_ladder(
     screenshot(page, "submission")
     page.goto(server.url(f"/t/{LADDER}"))
     assert page.locator("#standings tbody tr").first.get_attribute("data-bot") == "alice.v1"
+    assert page.locator("#nav-user-name").inner_text() == "alice"  # on every page
+    with page.expect_navigation():  # the nav's Log out (a POST with the session's CSRF token)
+        page.locator("header.top nav.user button", has_text="Log out").click()
+    assert page.locator("#nav-login").is_visible() and page.locator("#nav-user-name").count() == 0
     store = Store(db, read_only=True)
     try:
         tid = store.tournament_id(LADDER)

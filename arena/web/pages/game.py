@@ -16,6 +16,8 @@ from starlette.routing import Route
 from referee.names import clean_name, clean_version
 from referee.rules import InvalidRecordError
 
+from ...rating.failures import winners
+from ...rating.reasons import reason_words
 from ...store.models import Bot, Game, GameStatus, as_utc, iso_utc
 from ..negotiate import now_iso, page
 from ..owners import public_notes, readers_bots
@@ -88,6 +90,9 @@ def stored_game(request: Request) -> StoredGame:
         summary = {"tournament": tournament.name, "number": g.number, "round": g.round, "status": g.status,
                    "attempt": g.attempt, "error": public_text(g.error) if g.error else error,
                    "result": public_result(g.result, commands), "live": live,
+                   # why it ended in words (arena/rating/reasons.py), and who won: none for a draw
+                   "reason_words": reason_words(g.result, names, record) if g.result else "",
+                   "winners": winners(g.result, names),
                    "started_at": iso_utc(g.started_at), "finished_at": iso_utc(g.finished_at)}
         return StoredGame(summary, seats, names, record, as_utc(g.finished_at))
 
@@ -123,7 +128,7 @@ def states(request: Request) -> Response:
     game = stored_game(request)
     views, replay_error = _views(game)
     body = {"game": game.summary, "seats": game.seats, "views": views, "error": replay_error,
-            "generated_at": now_iso(), "data_as_of": iso_utc(game.finished_at)}
+            "generated_at": now_iso(request), "data_as_of": iso_utc(game.finished_at)}
     return JSONResponse(body, status_code=500 if replay_error else 200)
 
 

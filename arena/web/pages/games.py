@@ -4,6 +4,7 @@ so a page costs the same at game 100,000 as at game 50 (no OFFSET scan)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -15,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...rating.failures import failure_where, kind_name, winners
+from ...rating.reasons import reason_words
 from ...store.models import Game, GameSeat, GameStatus, Tournament, iso_utc
 from ...store.store import BotRow, Store
 from ..negotiate import page
@@ -87,6 +89,10 @@ def game_rows(request: Request, t: Tournament, numbers: list[int], bots: dict[in
             outcomes = dict(s.execute(select(GameSeat.game_number, GameSeat.outcome).where(
                 GameSeat.tournament_id == t.id, GameSeat.bot_position == for_bot,
                 GameSeat.game_number.in_(numbers))).all())
+        # which condition won a condition_met game is in its record's last score sheet: those only
+        by_condition = [n for n, g in games.items() if (g.result or {}).get("reason") == "condition_met"]
+        records: dict[int, str | None] = dict(s.execute(select(Game.number, Game.record).where(
+            Game.tournament_id == t.id, Game.number.in_(by_condition))).all()) if by_condition else {}
     rows = []
     for number in numbers:
         g = games[number]
@@ -103,12 +109,23 @@ def game_rows(request: Request, t: Tournament, numbers: list[int], bots: dict[in
             "scores": [int(x) for x in result.get("scores", [])],
             "result": ("failed" if g.status == GameStatus.FAILED.value else
                        "draw" if g.result and not won else ("won by " + " + ".join(won)) if won else ""),
-            "reason": result.get("reason", ""), "error": public_text(g.error) if g.error else g.error,
+            "reason": result.get("reason", ""),
+            "reason_words": reason_words(result, names, _record(records.get(number))),
+            "error": public_text(g.error) if g.error else g.error,
             "forfeits": forfeits, "finished_at": iso_utc(g.finished_at),
             "url": game_url(request, t.name, number),
             **({"bot_result": outcomes.get(number)} if for_bot is not None else {}),
         })
     return rows
+
+
+def _record(text: str | None) -> dict[str, Any] | None:
+    """A stored record's JSON, or None when there is none or it is not JSON (the words then say less)."""
+    try:
+        found = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def bot_url(request: Request, tournament: str, bot: str) -> str:

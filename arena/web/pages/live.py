@@ -22,13 +22,16 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ...store.models import GameStatus, Tournament, iso_utc
+from referee.rules import RuleOptions, RulesError
+
+from ...store.models import GameStatus, LiveGame, Tournament, iso_utc
 from ..live_hub import SETTLED, LiveHub, Ticket, Watch
 from ..negotiate import page
 from ..settings import WebSettings
@@ -38,14 +41,55 @@ log = logging.getLogger("arena.web.live")
 REFRESH_S = 2  # how often /live refreshes its table in the browser
 
 
+def scores_so_far(record: Any) -> tuple[list[int], int] | None:
+    """A running game's scores by side and the deal it is in, from its record so far: the scores
+    after its last finished deal (that deal's score sheet; 0 each before one has ended), as the
+    replay viewer's step shows them (arena/web/replay.py: a deal's points count once it is
+    settled). None when the record does not say (not an engine record, malformed numbers)."""
+    engine = record.get("engine") if isinstance(record, dict) else None
+    deals = engine.get("deals") if isinstance(engine, dict) else None
+    options = engine.get("options") if isinstance(engine, dict) else None
+    if not isinstance(deals, list) or not deals or not isinstance(options, dict):
+        return None
+    try:
+        sides = RuleOptions.from_dict(options).sides
+    except RulesError:
+        return None
+    sheets = [d.get("sheet") for d in deals if isinstance(d, dict) and isinstance(d.get("sheet"), dict)]
+    scores = sheets[-1].get("scores_after") if sheets else [0] * sides
+    if not isinstance(scores, list) or len(scores) != sides or not all(type(v) is int for v in scores):
+        return None
+    settled = isinstance(deals[-1], dict) and isinstance(deals[-1].get("sheet"), dict)
+    return scores, len(deals) + settled  # a deal that has ended is followed at once by the next one's deal
+
+
+def _scores(request: Request, game_ids: list[int]) -> dict[int, tuple[list[int], int] | None]:
+    """The scores so far of the running games ``game_ids``, from their live rows' records (one read)."""
+    if not game_ids:
+        return {}
+    with store_of(request).session() as s:
+        found = s.execute(select(LiveGame.game_id, LiveGame.record).where(LiveGame.game_id.in_(game_ids))).all()
+    out: dict[int, tuple[list[int], int] | None] = {}
+    for gid, text in found:
+        try:
+            out[gid] = scores_so_far(json.loads(text))
+        except ValueError:
+            out[gid] = None
+    return out
+
+
 def live_rows(request: Request) -> tuple[list[dict[str, Any]], datetime | None]:
-    """Every game being played now, as the page and its JSON show it, and the newest update."""
+    """Every game being played now, as the page and its JSON show it (its scores so far and the
+    deal it is in, None where its record does not say), and the newest update."""
     found = store_of(request).live_games()
+    scores = _scores(request, [r.game_id for r in found])
     rows = []
     for r in found:
         game = f"/t/{urllib.parse.quote(r.tournament, safe='')}/games/{r.number}"
+        so_far = scores.get(r.game_id)
         rows.append({"tournament": r.tournament, "number": r.number, "seats": list(r.seat_names),
-                     "plays": r.plays, "attempt": r.attempt, "worker": r.worker,
+                     "plays": r.plays, "scores": so_far[0] if so_far else None, "deal": so_far[1] if so_far else None,
+                     "attempt": r.attempt, "worker": r.worker,
                      "started_at": iso_utc(r.started_at),
                      "updated_at": r.updated_at.isoformat(timespec="milliseconds"),
                      "game_url": game, "events_url": f"{game}/events"})

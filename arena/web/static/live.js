@@ -1,5 +1,6 @@
-// Live games in the browser: follow one game's event stream, and keep the /live table fresh.
-// No build step, no library; bot-chosen text is only ever set as textContent.
+// Live games in the browser: follow one game's event stream, and keep the /live list fresh.
+// No build step, no library; bot-chosen text is only ever set as textContent, or comes in the
+// server's own escaped HTML.
 "use strict";
 
 // Follow a running game: onPlays(n) each time its plays count changes (at once on connecting),
@@ -15,39 +16,26 @@ function followGame(eventsUrl, onPlays, onDone) {
   return source;
 }
 
-// The /live page: re-read its JSON every data-refresh-s seconds and redraw the table.
-function refreshLiveTable(table) {
-  const every = Number(table.dataset.refreshS || 2) * 1000;
-  const empty = document.getElementById("live-empty");
-  const cell = (row, text, cls, href) => {
-    const td = row.insertCell();
-    if (cls) td.className = cls;
-    if (href) { const a = document.createElement("a"); a.href = href; a.textContent = text; td.append(a); }
-    else td.textContent = text;
-  };
-  const draw = (games) => {
-    const body = table.tBodies[0];
-    body.replaceChildren();
-    for (const g of games) {
-      const row = body.insertRow();
-      cell(row, g.tournament, "", "/t/" + encodeURIComponent(g.tournament));
-      cell(row, String(g.number), "num", g.game_url);
-      cell(row, g.seats.join(" · "));
-      cell(row, String(g.plays), "num");
-      cell(row, g.updated_at);
-    }
-    table.hidden = games.length === 0;
-    if (empty) empty.hidden = games.length !== 0;
-  };
-  const tick = () => fetch(table.dataset.json, { headers: { accept: "application/json" } })
-    .then((r) => (r.ok ? r.json() : null))
-    .then((data) => { if (data) draw(data.games); })
+// The /live page: every data-refresh-s seconds, load the page again and put its list in place of
+// this one. The server draws the list (its relative times, its scores: one renderer, the same with
+// or without script); DOMParser runs no script of what it parses, and the text in it is escaped.
+function refreshLiveList(list) {
+  const every = Number(list.dataset.refreshS || 2) * 1000;
+  const tick = () => fetch(list.dataset.source, { headers: { accept: "text/html" } })
+    .then((r) => (r.ok ? r.text() : null))
+    .then((html) => {
+      if (html === null) return;
+      const fresh = new DOMParser().parseFromString(html, "text/html");
+      const take = (from, to) => { if (from && to) to.replaceChildren(...[...from.childNodes].map((n) => document.importNode(n, true))); };
+      take(fresh.getElementById("live-list"), list);
+      take(fresh.querySelector("footer .freshness"), document.querySelector("footer .freshness"));
+    })
     .catch(() => {})  // a missed refresh; the next one tries again
     .finally(() => setTimeout(tick, every));
   setTimeout(tick, every);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  const table = document.getElementById("live-games");
-  if (table) refreshLiveTable(table);
+  const list = document.getElementById("live-list");
+  if (list) refreshLiveList(list);
 });

@@ -2,13 +2,17 @@
 // No library, no build. The page has a #viewer with data-states (the states URL); this file
 // loads it and makes `window.viewer`, which a live page can feed: viewer.append(views) adds
 // steps (the slider grows; a viewer at the last step follows the new plays; a step sent again
-// replaces the one held), viewer.go(k) shows step k.
+// replaces the one held), viewer.go(k) shows step k, viewer.play() / viewer.pause() step on by
+// themselves (one play a second at 1×; viewer.setSpeed(x)).
+// A game being played (data-events) opens at its newest play and follows each new one as it
+// comes, unless the reader has stepped back: then "N new plays" offers a way to the newest.
 // The step is in the URL hash (#play-12), so a link opens at that play.
 "use strict";
 
 (function () {
   const SUITS = { C: "♣", D: "♦", H: "♥", S: "♠" };
   const SUIT_NAMES = { C: "clubs", D: "diamonds", H: "hearts", S: "spades" };
+  const PLAY_MS = 1000;  // one play a second at 1×
   const SHEET_ITEMS = ["cards", "spades", "most_cards", "most_spades", "big_casino", "little_casino",
     "aces", "sweeps", "net_sweeps", "raw_points", "points"];
 
@@ -51,6 +55,15 @@
       this.views = [];
       this.sheets = {};  // deal number -> its full score sheet (from the view that ended it)
       this.step = 0;
+      this.live = Boolean(root.dataset.events);  // a game being played: follow it
+      this.seen = 0;  // the newest step the reader has been at (plays after it are new to them)
+      this.timer = null;  // autoplay's next step, while playing
+      this.speed = 1;
+      this.playButton = root.querySelector("#play-pause");
+      this.playButton.addEventListener("click", () => this.toggle());
+      const speed = root.querySelector("#speed");
+      speed.addEventListener("change", () => this.setSpeed(Number(speed.value)));
+      root.querySelector("#to-newest").addEventListener("click", () => this.go(this.views.length - 1));
       this.slider = root.querySelector("#slider");
       this.slider.addEventListener("input", () => this.go(Number(this.slider.value)));
       const buttons = { first: () => 0, prev: () => this.step - 1, next: () => this.step + 1,
@@ -71,7 +84,8 @@
     }
 
     // Add steps at the end (a running game's new plays): the slider grows, and a viewer showing
-    // the last step follows. The first views open at the step in the URL hash, else at 0.
+    // the last step follows. The first views open at the step in the URL hash, else at 0 (a
+    // finished game) or at the newest play (a game being played).
     append(views) {
       const first = this.views.length === 0;
       const following = !first && this.step === this.views.length - 1;
@@ -83,25 +97,79 @@
         if (view.deal_end) this.sheets[view.deal_end.deal] = view.deal_end.sheet;
       }
       this.slider.max = String(Math.max(0, this.views.length - 1));
-      if (first) this.go(stepFromHash() ?? 0);
-      else if (following) this.go(this.views.length - 1);
-      else this.render();  // "play k of n" changes
+      if (first) {
+        this.seen = this.views.length - 1;  // what is there on opening is not new
+        this.go(stepFromHash() ?? (this.live ? this.views.length - 1 : 0));
+      } else if (following) this.go(this.views.length - 1);
+      else this.render();  // "play k of n" and the new plays change
     }
 
     go(k) {
       if (!this.views.length) return;
       this.step = Math.max(0, Math.min(this.views.length - 1, k | 0));
+      if (this.step === this.views.length - 1) this.seen = this.step;
       this.slider.value = String(this.step);
       const hash = "#play-" + this.step;
       if (location.hash !== hash) history.replaceState(null, "", hash);
       this.render();
     }
 
+    // Autoplay: a step every PLAY_MS / speed; at the last step a finished game pauses, a game
+    // being played waits there for its next play. Playing from the last step starts again at 0.
+    play() {
+      if (this.timer !== null || !this.views.length) return;
+      if (!this.live && this.step === this.views.length - 1) this.go(0);
+      this.schedule();
+      this.showPlaying();
+    }
+
+    pause() {
+      if (this.timer !== null) clearTimeout(this.timer);
+      this.timer = null;
+      this.showPlaying();
+    }
+
+    toggle() {
+      if (this.timer === null) this.play(); else this.pause();
+    }
+
+    get playing() { return this.timer !== null; }
+
+    setSpeed(x) {
+      if (!(x > 0)) return;
+      this.speed = x;
+      const select = this.root.querySelector("#speed");
+      if (Number(select.value) !== x) select.value = String(x);
+      if (this.timer !== null) { clearTimeout(this.timer); this.schedule(); }
+    }
+
+    schedule() {
+      this.timer = setTimeout(() => {
+        if (this.step < this.views.length - 1) this.go(this.step + 1);
+        else if (!this.live) { this.pause(); return; }
+        this.schedule();
+      }, PLAY_MS / this.speed);
+    }
+
+    showPlaying() {
+      const on = this.timer !== null;
+      this.playButton.textContent = on ? "❚❚ pause" : "► play";
+      this.playButton.setAttribute("aria-pressed", String(on));
+      this.playButton.setAttribute("aria-label", on ? "pause" : "play");
+    }
+
     key(event) {
       if (event.altKey || event.ctrlKey || event.metaKey) return;
       const t = event.target;
-      if (t === this.slider) return;  // the slider moves itself (and says so through "input")
-      if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+      if (t === this.slider && event.key !== " ") return;  // the slider moves itself (and says so through "input")
+      if (t && (t.isContentEditable || /^(TEXTAREA|SELECT)$/.test(t.tagName))) return;
+      if (t && t.tagName === "INPUT" && t !== this.slider) return;
+      if (event.key === " ") {
+        if (t && t.tagName === "BUTTON") return;  // space presses the focused button itself
+        event.preventDefault();  // not a scroll of the page
+        this.toggle();
+        return;
+      }
       const moves = { ArrowLeft: this.step - 1, ArrowRight: this.step + 1, Home: 0, End: this.views.length - 1 };
       if (!(event.key in moves)) return;
       event.preventDefault();
@@ -114,6 +182,9 @@
       const $ = (sel) => this.root.querySelector(sel);
       const last = this.views.length - 1;
       $("#step").textContent = this.step === 0 ? "start (play 0 of " + last + ")" : "play " + this.step + " of " + last;
+      const fresh = last - this.seen;  // plays that came while the reader looked back
+      $("#new-plays").hidden = !(fresh > 0 && this.step < last);
+      $("#new-plays-count").textContent = fresh === 1 ? "1 new play" : fresh + " new plays";
       $("#where").textContent = "· deal " + view.deal + ", round " + view.round + ", dealer P" + view.dealer +
         ", " + view.stock + " cards to deal";
       const play = $("#play");
