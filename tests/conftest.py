@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import secrets
 import shlex

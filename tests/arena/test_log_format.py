@@ -9,7 +9,6 @@ import re
 import signal
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
