@@ -102,7 +102,7 @@ class Handshake(_message.Message):
     GAMES_FIELD_NUMBER: _builtins.int
     AUTO_FORCED_FIELD_NUMBER: _builtins.int
     protocol_version: _builtins.str
-    """"1.1": this document's version. A bot that does not speak it answers anyway; the referee
+    """"1.2": this document's version. A bot that does not speak it answers anyway; the referee
     compares the major version in the Hello ("1" bots keep working).
     """
     match_id: _builtins.str

@@ -37,8 +37,8 @@ const (
 	name    = "go-bot"
 	version = "0.1.0"
 	// The protocol this bot speaks. The referee compares only the part before the first "." with
-	// its own major version ("1"); "1.1" is the version of the proto files this bot is built from.
-	protocolVersion = "1.1"
+	// its own major version ("1"); "1.2" is the version of the proto files this bot is built from.
+	protocolVersion = "1.2"
 	// The referee may send messages of up to 16 MiB (docs/protocol.md, section 5, "Message size")
 	// and gRPC's default receive limit is 4 MiB. A Turn is under 20 KiB in practice, but a bot
 	// that refused a bigger one would lose its stream, so this one accepts whatever the referee may send.

@@ -36,7 +36,7 @@ def commands(block: str) -> list[str]:
 
 
 def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) -> None:
-    (bot,) = blocks("python")
+    bot, _ = blocks("python")
     manifest, toml = blocks("toml")
     # as on the page, in a repository of the test's own: the bot package my_bot/, the sample bots
     # (this checkout's), the interpreter at .venv (this one's environment), the commands run from its
@@ -88,6 +88,30 @@ def test_the_page_bot_commands_and_tournament_work_as_written(tmp_path: Path) ->
     from referee.packages.load import manifest_of
 
     assert manifest_of((tmp_path / "my_bot.tar.gz").read_bytes()).run == ("python", "my_bot.py"), "what /submit takes"
+
+
+def test_the_page_noted_bot_notes_its_plays_in_the_record_and_replay(tmp_path: Path) -> None:
+    """Section 7's bot, next to section 1's and run as the page says (``run = "python noted.py"``),
+    plays a real game: its notes are in the record's ``bot_reports`` and ``referee replay`` prints them."""
+    bot, noted = blocks("python")
+    package = tmp_path / "my_bot"
+    package.mkdir()
+    (package / "my_bot.py").write_text(bot, encoding="utf-8")
+    (package / "noted.py").write_text(noted, encoding="utf-8")
+    (package / "bot.toml").write_text('runtime = "python"\nrun = "python noted.py"\n', encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    played = subprocess.run([sys.executable, "-m", "referee.cli", "match", "--bot", str(package), "--bot",
+                             str(ROOT / "sample_bots" / "random"), "--games", "1", "--records", str(tmp_path / "rec")],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert played.returncode == 0, played.stdout[-2000:] + played.stderr[-2000:]
+    (path,) = (tmp_path / "rec").glob("*.json")
+    record = json.loads(path.read_text())
+    notes = [r["note"] for r in record["bot_reports"] if r["seat"] == 0]
+    assert notes and all(re.fullmatch(r"(trail|capture|build|add|raise), move \d+ of \d+", n) for n in notes), notes
+    assert not any("error" in r for r in record["bot_reports"])
+    shown = subprocess.run([sys.executable, "-m", "referee.cli", "replay", str(path)], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120, check=True).stdout
+    assert notes[0] in shown
 
 
 def test_the_engine_names_the_page_offers_are_public() -> None:
