@@ -42,6 +42,7 @@ def test_the_owner_follows_their_bot_to_its_private_page_and_sees_its_errors_in_
     assert "/t/cup/owner/broken/games/" in page.url
     assert page.locator("#reports tbody tr").count() > 0
     assert "AttributeError" in page.locator("#reports").inner_text()
+    screenshot(page, "owner-game")
     with page.expect_navigation():  # to the game's public replay, still as alice
         page.locator("main h1 a").first.click()
     number = int(page.url.rstrip("/").rsplit("/", 1)[1].split("#")[0])
