@@ -4,7 +4,8 @@ Usage: python bench/bench_web.py --db URL [--runs N] [--warmup N] [--tournament 
 
 Starts `arena web --db URL` as a process on a free port of 127.0.0.1, then for each page in PAGES
 (the front page, a tournament's leaderboard, a bot's page, the game list's first and middle page,
-a replay page, its states and its record as JSON) sends ``--warmup`` untimed requests and ``--runs``
+a replay page, its states and its record as JSON, and a bot's private page and its private page of
+one game, read by an operator the benchmark adds for its run and removes after) sends ``--warmup`` untimed requests and ``--runs``
 timed ones, one after another over one kept-alive connection, as a browser would, and prints a
 markdown table of the median and p99 milliseconds per page (to paste into docs/benchmarks.md),
 with the machine it ran on. A page that answers 404 is "not there yet", not a failure; any other
@@ -33,7 +34,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench_cpu_clock import cpu_model  # the machine's CPU as the other benchmarks name it
 
+from sqlalchemy import select
+
+from arena.store.models import Game
 from arena.store.store import StorageError, Store
+from arena.store.users import add_user, remove_user
 
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 60.0
@@ -45,9 +50,10 @@ class Target:
 
     label: str
     path: str
+    private: bool = False  # read with the run's operator's token
 
 
-def pages(tournament: str, bot: str, games: int) -> list[Target]:
+def pages(tournament: str, bot: str, games: int, bots_game: int) -> list[Target]:
     """The app's pages over this tournament: the middle game, the game list's newest page and the
     page holding the middle game (paging is by game number: ``?before=N``), one bot's games."""
     t, b = urllib.parse.quote(tournament, safe=""), urllib.parse.quote(bot, safe="")
@@ -64,6 +70,8 @@ def pages(tournament: str, bot: str, games: int) -> list[Target]:
         Target(f"replay of game {middle}", f"/t/{t}/games/{middle}"),
         Target("its states JSON", f"/t/{t}/games/{middle}/states"),
         Target("its record JSON", f"/t/{t}/games/{middle}/record"),
+        Target("a bot's private page", f"/t/{t}/owner/{b}", private=True),
+        Target(f"its private page of game {bots_game}", f"/t/{t}/owner/{b}/games/{bots_game}", private=True),
     ]
 
 
@@ -93,12 +101,13 @@ class Client:
         self.port = port
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
 
-    def get(self, path: str) -> tuple[int, int, float]:
+    def get(self, path: str, token: str | None = None) -> tuple[int, int, float]:
         """(status, body bytes, seconds until the whole body was read)."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         for attempt in (1, 2):
             start = time.perf_counter()
             try:
-                self.conn.request("GET", path)
+                self.conn.request("GET", path, headers=headers)
                 answer = self.conn.getresponse()
                 body = answer.read()
                 return answer.status, len(body), time.perf_counter() - start
@@ -115,8 +124,9 @@ def p99(values: list[float]) -> float:
     return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
 
 
-def describe(db: str, name: str | None) -> tuple[str, str, int]:
-    """The tournament to time (the named one, else the one with the most games), its first bot and its games."""
+def describe(db: str, name: str | None) -> tuple[str, str, int, int]:
+    """The tournament to time (the named one, else the one with the most games), its first bot, its
+    games, and the first game from the middle on that the bot played."""
     store = Store(db, read_only=True)
     try:
         found = [(sum(store.counts(t.id).values()), t.id, t.name) for t in store.tournaments()
@@ -126,7 +136,12 @@ def describe(db: str, name: str | None) -> tuple[str, str, int]:
                                else f"no tournament in {store.url_for_people}")
         games, tid, tournament = max(found)
         bots = store.bots(tid)
-        return tournament, bots[0].name if bots else "-", games
+        first = bots[0].position if bots else -1
+        with store.session() as s:  # the bot's first game from the middle on (seat_bots is JSON: read a few)
+            seats = s.execute(select(Game.number, Game.seat_bots).where(
+                Game.tournament_id == tid, Game.number >= max(1, games // 2)).order_by(Game.number).limit(1000)).all()
+        mine = next((n for n, seated in seats if first in seated), max(1, games // 2))
+        return tournament, bots[0].name if bots else "-", games, mine
     finally:
         store.close()
 
@@ -143,10 +158,16 @@ def main() -> int:
         print("bench_web: --runs must be >= 1, --warmup >= 0", file=sys.stderr)
         return 2
     try:
-        tournament, bot, games = describe(args.db, args.tournament)
+        tournament, bot, games, bots_game = describe(args.db, args.tournament)
     except StorageError as exc:
         print(f"bench_web: {exc}", file=sys.stderr)
         return 2
+    operator = f"bench-op-{os.getpid()}"  # reads the private pages; removed at the end
+    store = Store(args.db)
+    try:
+        token = add_user(store, operator, operator=True)
+    finally:
+        store.close()
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "arena.cli", "web", "--db", args.db, "--listen",
                                f"127.0.0.1:{port}"], cwd=ROOT, stdin=subprocess.DEVNULL,
@@ -156,18 +177,19 @@ def main() -> int:
     try:
         wait_until_up(port, server)
         client = Client(port)
-        for target in pages(tournament, bot, games):
-            status, size, _ = client.get(target.path)
+        for target in pages(tournament, bot, games, bots_game):
+            key = token if target.private else None
+            status, size, _ = client.get(target.path, key)
             row: dict[str, object] = {"page": target.label, "path": target.path, "status": status, "bytes": size}
             rows.append(row)
             if status != 200:
                 failed |= status != 404
                 continue
             for _ in range(max(0, args.warmup - 1)):
-                client.get(target.path)
+                client.get(target.path, key)
             times = []
             for _ in range(args.runs):
-                status, size, seconds = client.get(target.path)
+                status, size, seconds = client.get(target.path, key)
                 if status != 200:
                     raise SystemExit(f"bench_web: {target.path} answered {status} after answering 200")
                 times.append(seconds * 1000)
@@ -178,6 +200,11 @@ def main() -> int:
             server.wait(10)
         except subprocess.TimeoutExpired:
             server.kill()
+        store = Store(args.db)
+        try:
+            remove_user(store, operator)
+        finally:
+            store.close()
     machine = (f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
                f"{platform.system()} {platform.release()}")
     print(f"`arena web` over {args.db.split(':', 1)[0].split('+')[0]} database: tournament {tournament!r}, "

@@ -13,6 +13,7 @@ import pytest
 
 from referee.match.report import GameReport
 from referee.rules import RuleOptions, legal_moves, replay_record
+from referee.wire.convert import PROTOCOL_VERSION
 from tests.arena_support import sample_bot_command
 from tests.conftest import ROOMY_TIME, assert_no_bot_processes
 from tests.fake_bot import PLAYS_WELL, ScriptedBot, hello, move
@@ -74,7 +75,7 @@ def test_asking_for_every_move_sends_turns_with_one_legal_move() -> None:
     assert any(len(t.legal_moves) == 1 for t in bot.turns()), "without auto_forced the bot is asked for those"
     handshakes = [r.handshake for r in bot.received if r.WhichOneof("event") == "handshake"]
     assert handshakes and not any(h.auto_forced for h in handshakes)
-    assert {h.protocol_version for h in handshakes} == {"1.1"}
+    assert {h.protocol_version for h in handshakes} == {PROTOCOL_VERSION}  # 1.1 or later: forced plays
 
 
 def test_a_1_0_bot_keeps_working_and_is_simply_not_asked() -> None:
