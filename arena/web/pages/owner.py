@@ -24,7 +24,7 @@ from ...store.submissions import owned_positions, owner_of
 from ..auth import require_user
 from ..negotiate import page
 from ..owners import readers_bots
-from .common import path_for, path_id, store_of, tournament_or_404
+from .common import last_finished, path_for, path_id, store_of, tournament_or_404
 from .games import game_url
 
 RECORDS_READ = 200  # of a version's newest games, read for times, errors and streaks
@@ -137,7 +137,8 @@ def owner_page(request: Request) -> Response:
         versions.append({"bot": version.name, "active": version.active, "figures": tally.to_dict(),
                          "games": games[:GAMES_LISTED], "public_url": path_for(request, "bot", tournament=t.name,
                                                                              bot=version.name)})
-    return page(request, "owner.html", {"tournament": t.name, "bot": bot.name, "versions": versions})
+    return page(request, "owner.html", {"tournament": t.name, "bot": bot.name, "versions": versions},
+                data_as_of=last_finished(request, t.id))
 
 
 def owner_game(request: Request) -> Response:
@@ -164,7 +165,7 @@ def owner_game(request: Request) -> Response:
                       "forfeit": bool(f.get("forfeit"))} for f in failures],
         "reports": [{"play": int(r["play"]) + 1, **{k: str(r[k]) for k in ("error", "note") if k in r}}
                     for r in reports],
-        "logs": logs})
+        "logs": logs}, data_as_of=finished)
 
 
 def _log_slice(request: Request, t: Tournament, seat: dict[str, Any]) -> dict[str, Any]:
