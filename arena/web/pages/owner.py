@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...rating.failures import kind_name
-from ...store.models import Game, GameStatus, Tournament, iso_utc
+from ...store.models import Game, GameSeat, GameStatus, Tournament, iso_utc
 from ...store.store import BotRow
 from ...store.submissions import owned_positions, owner_of
 from ..auth import require_user
@@ -83,15 +83,17 @@ def _versions(request: Request, t: Tournament, bot: BotRow) -> list[BotRow]:
 
 
 def _records(request: Request, t: Tournament, bot: BotRow) -> list[tuple[int, list[int], str, Any, Any]]:
-    """(number, seats, status, result, record) of the bot's newest finished games, newest first."""
+    """(number, seats, status, result, record) of the bot's newest finished games, newest first:
+    their numbers from the game_seats index (ix_game_seats_bot), then those games' rows alone."""
     with store_of(request).session() as s:
+        numbers = s.execute(select(GameSeat.game_number).distinct()
+                            .where(GameSeat.tournament_id == t.id, GameSeat.bot_position == bot.position)
+                            .order_by(GameSeat.game_number.desc()).limit(RECORDS_READ)).scalars().all()
         rows = s.execute(select(Game.number, Game.seat_bots, Game.status, Game.result, Game.record)
-                         .where(Game.tournament_id == t.id, Game.status.in_([GameStatus.DONE.value,
-                                                                             GameStatus.FAILED.value]))
+                         .where(Game.tournament_id == t.id, Game.number.in_(numbers),
+                                Game.status.in_([GameStatus.DONE.value, GameStatus.FAILED.value]))
                          .order_by(Game.number.desc())).all()
-    mine = [(n, list(seats), status, result, record) for n, seats, status, result, record in rows
-            if bot.position in seats]
-    return mine[:RECORDS_READ]
+    return [(n, list(seats), status, result, record) for n, seats, status, result, record in rows]
 
 
 def _game_entry(request: Request, t: Tournament, bot: BotRow, number: int, seats: list[int], result: Any,
