@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 EXIT_USAGE = 2  # the exit status of a problem with what the user asked for (option, file, address)
+EXIT_PLATFORM = 4  # the exit status of a run stopped by a platform fault (PlatformFault): no bot's doing
 
 
 class RefereeError(Exception):
@@ -15,6 +16,24 @@ class RefereeError(Exception):
 class UsageError(RefereeError):
     """A problem with what the user asked for (an option, a file, a folder): one line, exit 2.
     The arena's commands use this one too."""
+
+
+class PlatformFault(RefereeError):
+    """The platform, not a bot, could not play a game: a log or record it could not write (a full
+    disk, too many open files, a read-only file system), a sandbox it could not set up, a runtime
+    the bot's uid cannot reach, its own memory or file descriptors exhausted, its database lost.
+    Never recorded as a bot's failure nor rated: the game is played again (elsewhere, under a
+    queue), a bounded number of times. ``condition`` names the kind, for metrics and status
+    (CONDITIONS); the message says what failed and where, in one line."""
+
+    exit_status = EXIT_PLATFORM
+    CONDITIONS = ("disk", "descriptors", "memory", "sandbox", "runtime", "database")
+
+    def __init__(self, condition: str, message: str) -> None:
+        if condition not in self.CONDITIONS:
+            raise ValueError(f"unknown platform condition {condition!r}")
+        super().__init__(message)
+        self.condition = condition
 
 
 class EndpointError(RefereeError, ValueError):
