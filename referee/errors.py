@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 EXIT_USAGE = 2  # the exit status of a problem with what the user asked for (option, file, address)
 EXIT_PLATFORM = 4  # the exit status of a run stopped by a platform fault (PlatformFault): no bot's doing
 
@@ -34,6 +36,15 @@ class PlatformFault(RefereeError):
             raise ValueError(f"unknown platform condition {condition!r}")
         super().__init__(message)
         self.condition = condition
+
+
+def platform_fault(exc: OSError, what: str) -> PlatformFault:
+    """The PlatformFault for an OSError of the platform's own files or resources: ``what`` failed,
+    with the system's reason; its condition from the errno (ENOSPC/EDQUOT/EROFS/EIO: disk,
+    EMFILE/ENFILE: descriptors, ENOMEM: memory; anything else: disk, where the referee's files live)."""
+    condition = {errno.EMFILE: "descriptors", errno.ENFILE: "descriptors", errno.ENOMEM: "memory"}.get(
+        exc.errno or 0, "disk")
+    return PlatformFault(condition, f"{what}: {exc.strerror or exc}")
 
 
 class EndpointError(RefereeError, ValueError):

@@ -22,6 +22,7 @@ import signal
 from pathlib import Path
 from typing import Protocol
 
+from ..errors import platform_fault
 from ..metrics import BOTS_RUNNING
 from .cpu import CpuMeter, ProcTreeMeter
 from .die_with_parent import guard_argv
@@ -78,9 +79,12 @@ class BotProcess:
         try:
             argv, env, cwd = self.command()
             argv = guard_argv(argv)  # on Linux it dies with the referee, even one killed with SIGKILL
-            private_folder(self.log_path.parent)
-            with open_log(self.log_path) as log:
-                log.write(f"{self.header()}\n".encode())
+            try:
+                private_folder(self.log_path.parent)
+                with open_log(self.log_path) as log:
+                    log.write(f"{self.header()}\n".encode())
+            except OSError as exc:  # the referee's own file: the platform's fault, never the bot's
+                raise platform_fault(exc, f"cannot write the bot's log {self.log_path}") from exc
             read_end, write_end = os.pipe()
             try:
                 self.process = await asyncio.create_subprocess_exec(
