@@ -164,14 +164,15 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
     """What ``referee runtimes`` prints: every runtime a package may name here."""
     import json
 
-    from ..packages.runtimes import describe, install_node_packages
+    from ..packages.runtimes import describe, install_node_packages, offered
     from .sandbox_args import runtimes_from_args
 
     if args.install and (problem := install_node_packages()) is not None:
         print(f"referee: warning: the node runtime's packages: {problem}", file=sys.stderr)
     runtimes = runtimes_from_args(args)
     if args.format == "json":
-        print(json.dumps({"runtimes": [r.to_dict() for r in runtimes.values()]}, indent=2))
+        listed = [{**r.to_dict(), "offers": list(offered(r))} for r in runtimes.values()]
+        print(json.dumps({"runtimes": listed}, indent=2))
     else:
         print("\n".join(describe(runtimes)))
     return 0

@@ -16,6 +16,7 @@ A tournament file's ``[runtimes.NAME]`` tables add runtimes or replace these (``
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -190,7 +191,7 @@ def describe(runtimes: Mapping[str, Runtime]) -> list[str]:
     lines: list[str] = []
     for runtime in runtimes.values():
         lines.append(f"{runtime.name}: {runtime.description}")
-        offers = [*_probed(runtime), *runtime.offers]
+        offers = offered(runtime)
         if offers:
             lines.append(f"  offers: {', '.join(offers)}")
         if runtime.folders:
@@ -201,6 +202,14 @@ def describe(runtimes: Mapping[str, Runtime]) -> list[str]:
         if runtime.problem:
             lines.append(f"  cannot run here: {runtime.problem}")
     return lines
+
+
+@functools.lru_cache(maxsize=32)
+def offered(runtime: Runtime) -> tuple[str, ...]:
+    """What a runtime offers, for people: the versions of a default runtime's tools probed here
+    (Node.js's, the C++ compiler's), then its ``offers``; what `referee runtimes` (text and JSON)
+    and the web's /submit page list. Probed once per runtime in a process."""
+    return (*_probed(runtime), *runtime.offers)
 
 
 def install_node_packages() -> str | None:

@@ -39,6 +39,46 @@ def operator_runtime_toml(lib: Path, mark: str) -> str:
             f"offers = [\"opmod 1.0\"]\n")
 
 
+# --- a. referee runtimes -------------------------------------------------------------------------------
+
+
+def test_referee_runtimes_lists_each_runtime_with_its_versions_in_text_and_json(tmp_path: Path) -> None:
+    """python, node and native with what they offer here (the interpreter's and gRPC's versions,
+    Node.js's, the C++ compiler's), the same in JSON as in text; a tournament file's runtime added."""
+    text, as_json = run_referee("runtimes"), run_referee("runtimes", "--format", "json")
+    assert text.returncode == 0 and as_json.returncode == 0, text.stderr + as_json.stderr
+    listed = {r["name"]: r for r in json.loads(as_json.stdout)["runtimes"]}
+    assert list(listed) == ["python", "node", "native"]
+    python_offers = [f"Python {platform.python_version()}", f"grpcio {importlib.metadata.version('grpcio')}",
+                     f"protobuf {importlib.metadata.version('protobuf')}"]
+    expected = {"python": python_offers}
+    if (node := shutil.which("node")) is not None:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        expected["node"] = [f"Node.js {version}", "@grpc/grpc-js ", "@grpc/proto-loader "]
+    if shutil.which("g++") is not None:
+        expected["native"] = ["g++ "]
+    for name, wanted in expected.items():
+        offers = listed[name]["offers"]
+        assert all(any(o.startswith(w) for o in offers) for w in wanted), (name, offers, wanted)
+        line = next(x for x in text.stdout.splitlines() if x.startswith(f"{name}: "))
+        offers_line = text.stdout.splitlines()[text.stdout.splitlines().index(line) + 1]
+        assert offers_line == f"  offers: {', '.join(offers)}", "the text says what the JSON says"
+
+    lib = tmp_path / "oplib"
+    lib.mkdir()
+    cup = tmp_path / "cup.toml"
+    cup.write_text('name = "cup"\n' + operator_runtime_toml(lib, "m1"), encoding="utf-8")
+    text, as_json = run_referee("runtimes", "--sandbox-from", str(cup)), \
+        run_referee("runtimes", "--sandbox-from", str(cup), "--format", "json")
+    assert text.returncode == 0 and as_json.returncode == 0, text.stderr + as_json.stderr
+    listed = {r["name"]: r for r in json.loads(as_json.stdout)["runtimes"]}
+    assert list(listed) == ["python", "node", "native", "python-op"]
+    mine = listed["python-op"]
+    assert mine["offers"] == ["opmod 1.0"] and str(lib) in mine["folders"] and mine["problem"] is None
+    assert mine["env"] == {"OP_MARK": "m1", "PYTHONPATH": f"{lib}:deps"}
+    assert "python-op: the operator's Python with opmod\n  offers: opmod 1.0\n" in text.stdout
+
+
 # --- b. an operator's runtime in a real tournament ---------------------------------------------------------
 
 
