@@ -20,9 +20,11 @@ from pathlib import Path
 import pytest
 
 from referee.packages.runtimes import python_runtime
+from referee.sandbox.view import DEFAULT_PATH
 from tests.arena_support import run_arena, write_tournament
 from tests.conftest import ROOT
-from tests.sandbox.test_packages import CHECK_TIMEOUT_S, CLEAN, caches, check, needs_bwrap, package, random_bot  # noqa: F401
+from tests.sandbox.test_packages import caches  # noqa: F401  (a fixture)
+from tests.sandbox.test_packages import CHECK_TIMEOUT_S, CLEAN, check, needs_bwrap, package, random_bot
 from tests.support import run_referee
 
 RANDOM_KIT = ROOT / "sample_bots" / "random"
@@ -44,26 +46,11 @@ def operator_runtime_toml(lib: Path, mark: str) -> str:
 
 def test_referee_runtimes_lists_each_runtime_with_its_versions_in_text_and_json(tmp_path: Path) -> None:
     """python, node and native with what they offer here (the interpreter's and gRPC's versions,
-    Node.js's, the C++ compiler's), the same in JSON as in text; a tournament file's runtime added."""
-    text, as_json = run_referee("runtimes"), run_referee("runtimes", "--format", "json")
-    assert text.returncode == 0 and as_json.returncode == 0, text.stderr + as_json.stderr
-    listed = {r["name"]: r for r in json.loads(as_json.stdout)["runtimes"]}
-    assert list(listed) == ["python", "node", "native"]
-    python_offers = [f"Python {platform.python_version()}", f"grpcio {importlib.metadata.version('grpcio')}",
-                     f"protobuf {importlib.metadata.version('protobuf')}"]
-    expected = {"python": python_offers}
-    if (node := shutil.which("node")) is not None:
-        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-        expected["node"] = [f"Node.js {version}", "@grpc/grpc-js ", "@grpc/proto-loader "]
-    if shutil.which("g++") is not None:
-        expected["native"] = ["g++ "]
-    for name, wanted in expected.items():
-        offers = listed[name]["offers"]
-        assert all(any(o.startswith(w) for o in offers) for w in wanted), (name, offers, wanted)
-        line = next(x for x in text.stdout.splitlines() if x.startswith(f"{name}: "))
-        offers_line = text.stdout.splitlines()[text.stdout.splitlines().index(line) + 1]
-        assert offers_line == f"  offers: {', '.join(offers)}", "the text says what the JSON says"
-
+    Node.js's, the C++ compiler's), the same in JSON as in text; a tournament file's runtime added
+    with --sandbox-from (and only then)."""
+    plain = run_referee("runtimes", "--format", "json")
+    assert plain.returncode == 0, plain.stderr
+    assert [r["name"] for r in json.loads(plain.stdout)["runtimes"]] == ["python", "node", "native"]
     lib = tmp_path / "oplib"
     lib.mkdir()
     cup = tmp_path / "cup.toml"
@@ -73,6 +60,20 @@ def test_referee_runtimes_lists_each_runtime_with_its_versions_in_text_and_json(
     assert text.returncode == 0 and as_json.returncode == 0, text.stderr + as_json.stderr
     listed = {r["name"]: r for r in json.loads(as_json.stdout)["runtimes"]}
     assert list(listed) == ["python", "node", "native", "python-op"]
+    python_offers = [f"Python {platform.python_version()}", f"grpcio {importlib.metadata.version('grpcio')}",
+                     f"protobuf {importlib.metadata.version('protobuf')}"]
+    expected = {"python": python_offers, "python-op": ["opmod 1.0"]}
+    if (node := shutil.which("node", path=DEFAULT_PATH)) is not None:  # where the runtimes probe
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        expected["node"] = [f"Node.js {version}", "@grpc/grpc-js ", "@grpc/proto-loader "]
+    if shutil.which("g++", path=DEFAULT_PATH) is not None:
+        expected["native"] = ["g++ "]
+    lines = text.stdout.splitlines()
+    for name, wanted in expected.items():
+        offers = listed[name]["offers"]
+        assert all(any(o.startswith(w) for o in offers) for w in wanted), (name, offers, wanted)
+        first = next(i for i, line in enumerate(lines) if line.startswith(f"{name}: "))
+        assert lines[first + 1] == f"  offers: {', '.join(offers)}", "the text says what the JSON says"
     mine = listed["python-op"]
     assert mine["offers"] == ["opmod 1.0"] and str(lib) in mine["folders"] and mine["problem"] is None
     assert mine["env"] == {"OP_MARK": "m1", "PYTHONPATH": f"{lib}:deps"}
@@ -136,9 +137,10 @@ def test_a_package_added_with_bots_add_plays_the_ladders_next_round(tmp_path: Pa
     served = run_arena("serve", str(path), "--rounds", "1", timeout=CHECK_TIMEOUT_S, env=caches)
     assert served.returncode == 0 and "round 1: " in served.stdout, served.stdout[-2000:] + served.stderr
     games = run_arena("games", str(path), "--bot", "mine")
-    assert games.returncode == 0, games.stderr
-    rows = [line for line in games.stdout.splitlines() if "mine" in line and "done" in line]
-    assert rows and "fail" not in games.stdout.lower(), games.stdout
+    rows = [line.split() for line in games.stdout.splitlines()[1:]]
+    assert games.returncode == 0 and rows and all("mine" in row and row[6] == "done" for row in rows), games.stdout
+    failed = run_arena("games", str(path), "--bot", "mine", "--failed")
+    assert failed.stdout == "no games\n", failed.stdout
     assert [p for p in Path(caches["CASINO_BUILD_CACHE"]).iterdir() if p.is_dir()], "its build step ran"
 
 

@@ -11,6 +11,7 @@ test_web_browser_submit.py's, and a ladder round needs `arena serve` beside the 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from starlette.testclient import TestClient
 from arena.play.archives import CACHE_ENV
 from arena.store.store import Store
 from arena.store.users import add_user
+from referee.sandbox.view import DEFAULT_PATH
 from tests.arena.test_arena_archives import gzipped, member, sample_members, tar_bytes
 from tests.arena_support import run_arena, write_tournament
 from tests.conftest import ROOT
@@ -74,6 +76,8 @@ def test_the_submit_page_lists_the_runtimes_referee_runtimes_lists(ladder: dict[
     assert home.returncode == 0, home.stderr
     expected = [(r["name"], r["offers"]) for r in json.loads(home.stdout)["runtimes"]]
     assert [name for name, _ in expected] == ["python", "node", "native", "extra"]
+    if shutil.which("node", path=DEFAULT_PATH) is not None:  # the version a participant's bot.js runs on
+        assert expected[1][1][0].startswith("Node.js v"), expected
     for web in app(ladder):
         page = web.get("/submit", headers=bearer(ladder["token"]))
         assert page.status_code == 200, page.text
