@@ -258,8 +258,12 @@ def _probed(runtime: Runtime) -> list[str]:
     if runtime.name == "node":
         return [v for v in [_first_line(["node", "--version"], "Node.js ")] if v]
     if runtime.name == "native":
-        return [v for v in [_first_line(["g++", "--version"]), _first_line(["pkg-config", "--modversion", "grpc++"],
-                                                                            "gRPC C++ ")] if v]
+        # pkgconf walks grpc++'s whole tree of requirements (abseil's hundred .pc files) for its
+        # version: a second of CPU, past PROBE_TIMEOUT_S on a loaded machine, so that one run
+        # listed gRPC and the next did not; its own package is enough (else pkg-config's way)
+        grpc = (_first_line(["pkg-config", "--modversion", "--maximum-traverse-depth=1", "grpc++"], "gRPC C++ ")
+                or _first_line(["pkg-config", "--modversion", "grpc++"], "gRPC C++ "))
+        return [v for v in [_first_line(["g++", "--version"]), grpc] if v]
     return []
 
 
