@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 # --help must not pay for the engine, gRPC, protobuf or prometheus_client. The parser's modules
 # are imported by build_parser, each command's by the command (docs/benchmarks.md, "Commands
 # that answer at once").
-from ..errors import EXIT_USAGE, RefereeError
+from ..errors import EXIT_USAGE, PlatformFault, RefereeError, one_line
 from ..logs import add_log_format_arg
 from ..logs import configure as configure_logging
 
@@ -316,6 +316,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except RulesError as exc:  # a bad move, deck or record
         _usage_error(str(exc))
+    except PlatformFault as exc:  # the platform's (disk, descriptors, sandbox...): exit 4, one line, no bot's fault
+        _usage_error(one_line(f"platform fault ({exc.condition}): {exc}; no bot is to blame (the game it "
+                              "stopped is not recorded)"), exc.exit_status)
+    except MemoryError:  # the referee's own memory, wherever it ran out
+        _usage_error("platform fault (memory): the referee ran out of memory; no bot is to blame",
+                     PlatformFault.exit_status)
     except RefereeError as exc:  # a bad option, endpoint or address: its own exit status
         _usage_error(str(exc), exc.exit_status)
     except KeyboardInterrupt:
