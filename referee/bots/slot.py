@@ -114,7 +114,11 @@ class BotSlot:
                 return await self._startup_failed(f"cannot start {self.endpoint.spec!r}: {exc}")
         assert address is not None
         self.channel = grpc.aio.insecure_channel(address, options=SLOT_CHANNEL_OPTIONS)
-        why = await wait_healthy(self.channel, deadline, self.process)
+        try:
+            why = await wait_healthy(self.channel, deadline, self.process)
+        except PlatformFault:
+            await self.shutdown()
+            raise
         if why:
             return await self._startup_failed(why)
         self.connection = BotConnection(self.channel, self.clock)
