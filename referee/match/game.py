@@ -71,8 +71,8 @@ async def play_game(
         except MemoryError as exc:  # the referee's own memory: never a bot's failure
             raise PlatformFault("memory", f"game {spec.game_id}: the referee ran out of memory") from exc
         except PlatformFault as fault:
-            log.error("game %s: not played to its end, the platform's fault (%s): %s", spec.game_id,
-                      fault.condition, fault, extra={"game_id": spec.game_id})
+            log.warning("game %s: not played to its end, the platform's fault (%s): %s", spec.game_id,
+                        fault.condition, fault, extra={"game_id": spec.game_id})
             await asyncio.gather(*(slot.shutdown() for slot in seats), return_exceptions=True)
             raise
     except BaseException as exc:
