@@ -1,10 +1,12 @@
 """A fault of the platform is never a bot's fault (issue 26): real ``referee match`` and ``referee
 check`` processes, real bots, real file systems. A log folder on a full tmpfs, a log that fills up
-mid-game, a records folder with no room and a referee out of file descriptors each end the run
-with exit 4 and one line naming the condition; no record blames a bot, nothing is left running."""
+mid-game (also through ``play_game``, as the arena calls it), a records folder with no room and a
+referee out of file descriptors each end the run with exit 4 and one line naming the condition
+(``play_game``: PlatformFault); no record blames a bot, nothing is left running."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -16,8 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from referee.errors import EXIT_PLATFORM
-from tests.conftest import ROOT, assert_no_bot_processes, builtin_bot_command, python_bot_command
+from referee.bots.endpoint import BotEndpoint
+from referee.bots.launcher import LocalLauncher
+from referee.bots.slot import BotSlot
+from referee.errors import EXIT_PLATFORM, PlatformFault
+from referee.match.game import play_game
+from referee.match.spec import MatchSpec
+from referee.rules import RuleOptions
+from tests.conftest import ROOMY_TIME, ROOT, assert_no_bot_processes, builtin_bot_command, python_bot_command
 from tests.support import run_referee
 
 
@@ -104,6 +112,36 @@ def test_a_log_that_fills_up_mid_game_ends_the_game_as_the_platforms_fault_not_a
     assert_one_platform_line(done, "disk", "cannot write the bot's log", "No space left on device")
     assert list(records.iterdir()) == []
     assert "timeout" not in done.stdout + done.stderr
+    assert_no_bot_processes()
+
+
+def test_play_game_raises_the_fault_and_leaves_no_seat_running() -> None:
+    """The arena's contract (it calls ``play_game`` with its own slots): a log that fills up
+    mid-game makes ``play_game`` raise PlatformFault("disk"), never return a report blaming a
+    bot, and every seat's bot is stopped by then, not at some later shutdown."""
+    chatty = python_bot_command("chatty", after=2) + " --ms 32"
+    spec = MatchSpec(bots=[BotEndpoint.parse(chatty), BotEndpoint.parse(builtin_bot_command(2))],
+                     options=RuleOptions(players=2), time_control=ROOMY_TIME)
+    setup = spec.game("platform-faults", 1)
+    sockets = Path(tempfile.mkdtemp(prefix="pf-s", dir="/tmp"))  # short: a unix socket's path is at most 107 bytes
+
+    async def play(logs: Path) -> tuple[PlatformFault, list[BotSlot]]:
+        slots = [BotSlot(i, bot, logs, sockets, launcher=LocalLauncher()) for i, bot in enumerate(spec.bots)]
+        try:
+            with pytest.raises(PlatformFault) as raised:
+                await play_game(setup, [slots[b] for b in setup.seat_bots], setup.handshake(1))
+            return raised.value, [slot for slot in slots if slot.process is not None]
+        finally:
+            await asyncio.gather(*(slot.shutdown() for slot in slots))
+
+    try:
+        with small_tmpfs("256k") as disk:
+            (disk / "logs").mkdir()
+            fault, running = asyncio.run(asyncio.wait_for(play(disk / "logs"), 120))
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+    assert fault.condition == "disk" and "No space left on device" in str(fault)
+    assert running == [], "play_game stopped its seats' bots before it raised"
     assert_no_bot_processes()
 
 
