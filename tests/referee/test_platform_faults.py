@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 
 from referee.bots.endpoint import BotEndpoint
 from referee.bots.launcher import LocalLauncher
@@ -123,6 +124,7 @@ def test_play_game_raises_the_fault_and_leaves_no_seat_running() -> None:
     spec = MatchSpec(bots=[BotEndpoint.parse(chatty), BotEndpoint.parse(builtin_bot_command(2))],
                      options=RuleOptions(players=2), time_control=ROOMY_TIME)
     setup = spec.game("platform-faults", 1)
+    failed_before = REGISTRY.get_sample_value("referee_games_failed_total", {"error": "platform_disk"}) or 0
     sockets = Path(tempfile.mkdtemp(prefix="pf-s", dir="/tmp"))  # short: a unix socket's path is at most 107 bytes
 
     async def play(logs: Path) -> tuple[PlatformFault, list[BotSlot]]:
@@ -142,6 +144,7 @@ def test_play_game_raises_the_fault_and_leaves_no_seat_running() -> None:
         shutil.rmtree(sockets, ignore_errors=True)
     assert fault.condition == "disk" and "No space left on device" in str(fault)
     assert running == [], "play_game stopped its seats' bots before it raised"
+    assert (REGISTRY.get_sample_value("referee_games_failed_total", {"error": "platform_disk"}) or 0) - failed_before == 1
     assert_no_bot_processes()
 
 
