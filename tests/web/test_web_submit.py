@@ -393,7 +393,8 @@ def test_a_check_that_runs_too_long_is_stopped_and_rejected_and_its_bot_killed(
 
 
 def test_a_check_the_platform_stops_leaves_the_submission_checking_not_rejected(
-        ladder_db: str, tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+        ladder_db: str, tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     """Issue 26: the check's bot logs on a full disk make `referee check` exit 4 (a platform fault).
     Before, that was the submission's rejection ("the check could not run the bot: ..."); now it
     stays checking, to run again at the server's next start, and the operator's log says why."""
