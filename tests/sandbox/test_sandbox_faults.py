@@ -1,7 +1,8 @@
 """The sandbox's failures against the bot's own (issue 26), with real bubblewrap, real cgroups and a
 uid of the bot's own: a sandbox bubblewrap cannot set up, or a runtime the bot's uid cannot reach,
 is a PlatformFault ("sandbox", "runtime") with every bot stopped; a bot that exits, whose program is
-missing from its own folder, or that its cgroup kills for memory, is still the bot's failure."""
+missing from its own folder, or that its cgroup kills for memory, is still the bot's failure. No uid left
+to lease is "sandbox" too."""
 
 from __future__ import annotations
 
@@ -149,4 +150,23 @@ def test_the_same_runtime_others_may_reach_plays(tmp_path: Path) -> None:
     endpoint, _ = runtime(tmp_path, 0o755)
     report = play([endpoint, opponent()], tmp_path / "logs")
     assert report.games[0].result.failures == [], report.games[0].result.failures
+    assert_no_bot_processes()
+
+
+@needs_root
+def test_no_uid_left_to_lease_is_the_platforms_fault(tmp_path: Path) -> None:
+    """The sandbox's one uid is held (its lock file, referee/sandbox/uids.py, as another referee's
+    would be): the bot cannot be given a uid of its own. Before, each bot's startup forfeit; now PlatformFault("sandbox")."""
+    from referee.sandbox.uids import take_uid
+
+    first = 900_000 + os.getpid() % 50_000  # a uid no other test holds
+    held = take_uid(first, 1)
+    try:
+        with pytest.raises(PlatformFault) as raised:
+            play([BotEndpoint.parse(builtin_bot_command(1)), opponent()], tmp_path / "logs",
+                 uid_first=first, uid_count=1)
+    finally:
+        held.release()
+    assert raised.value.condition == "sandbox"
+    assert f"cannot lease a uid for the bot: every sandbox uid ({first} to {first}) is in use" in str(raised.value)
     assert_no_bot_processes()
