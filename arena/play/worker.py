@@ -47,6 +47,7 @@ from ..errors import ArenaError, UsageError
 from ..metrics import WORKER_JOBS
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line, known_revisions
 from .archives import ArchiveCache
+from .claimed import MAX_ATTEMPTS, ClaimedGames, Failed, NotOurs
 from .executor import InProcessExecutor, SeatBot
 from .job_status import SteadyJobManager
 from .live import LiveWriter
@@ -65,7 +66,7 @@ from .queue import (
     schema_head,
 )
 from .rate import apply_ratings
-from .runner import MAX_ATTEMPTS, seat_bots
+from .runner import seat_bots
 from .sandbox import arena_launcher, arena_packages
 
 log = logging.getLogger(__name__)
@@ -157,17 +158,6 @@ class WorkerSettings:
         if not self.bots_idle_s > 0:
             errors.append(f"--bots-idle must be above 0 s, not {self.bots_idle_s:g}")
         return errors
-
-
-def game_time_bound_s(setup: GameSetup) -> float:
-    """A bound on one game's wall time from its time control (a game that takes longer is hung:
-    the referee's fault). Every seat's start-up, then every play at its full move time, grace and
-    bank, with room to spare: it only has to be finite."""
-    tc, options = setup.time_control, setup.options
-    plays = options.max_deals * 52  # at most a whole deck per deal
-    per_play_ms = tc.move_time_ms + tc.grace_ms + tc.bank_increment_ms + 1000  # + 1 s of transport
-    seats = options.players
-    return 60.0 + (seats * (tc.startup_time_ms + tc.bank_initial_ms) + plays * per_play_ms) / 1000
 
 
 def check_schema(url: str) -> None:
@@ -291,54 +281,34 @@ class QueueWorker:
             return len(stalled)
 
     async def play(self, job_id: int, args: dict[str, Any]) -> str:
-        """Play the job's game unless it is settled or another job's; what happened, for the log."""
+        """Play the job's game unless it is settled or another job's; what happened, for the log.
+        Its life once claimed is claimed.py's; a game to retry raises GameInfrastructureError."""
         assert self.store is not None
         store = self.store
         job = GameJob.from_args(args)
         task = await asyncio.to_thread(store.claim_game, job.game_id, job_id, self.name)
         if task is None:
             return f"game {job.number} of tournament {job.tournament_id}: nothing to play (settled or another job's)"
-        try:
+
+        async def play(setup: GameSetup, observe: Observer | None) -> GameReport:
             # a bot's files come from this machine's archive cache (unpacked on first use): a
             # refused or missing archive is the referee's failure, retried and then recorded
             by_position = await asyncio.to_thread(seat_bots, store, job.tournament_id, False, self.archives,
                                                   self._packages(job))
-            seats = [by_position[p] for p in task.seat_bots]
-            observe = self.live.observer(task) if self.live is not None else None
-            async with asyncio.timeout(game_time_bound_s(job.setup)):
-                report = await self._play_on_executor(job, seats, observe)
-        except asyncio.CancelledError:
-            if self.live is not None:
-                self.live.forget(task)
-            # the worker is stopping and the grace is over: the game goes back to pending, and
-            # procrastinate puts this job back in the queue (GameRetry) to play it again
-            await asyncio.shield(asyncio.to_thread(store.fail, task, "interrupted by a worker's shutdown; to be "
-                                                   "replayed", True))
-            raise
-        except Exception as exc:  # the referee's own failure, or a game past its time bound
-            error = ("the game took longer than its time control allows (hung)" if isinstance(exc, TimeoutError)
-                     else f"{type(exc).__name__}: {exc}")
-            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt,
-                          extra=_log_fields(job_id, job, task.attempt, error))
-            if self.live is not None:
-                await self.live.done(task)
-            final = task.attempt >= MAX_ATTEMPTS
-            await asyncio.to_thread(store.fail, task, error, not final,
-                                    (lambda conn: defer_rating(self._deferrer, conn, job.tournament_id)) if final
-                                    else None)
-            if final:
-                return f"game {task.number}: failed after {task.attempt} attempts: {error}"
-            raise GameInfrastructureError(error) from exc
-        if self.live is not None:
-            await self.live.done(task)  # no write of its row after the one that deletes it
-        stored = await asyncio.to_thread(store.finish, task, report.result, report.record,
-                                         lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
-        if not stored:
-            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt,
-                        extra=_log_fields(job_id, job, task.attempt, "no longer ours"))
+            return await self._play_on_executor(job, [by_position[p] for p in task.seat_bots], observe)
+
+        # interrupted: the worker is stopping and the grace is over; the game goes back to pending,
+        # and procrastinate puts this job back in the queue (GameRetry) to play it again
+        games = ClaimedGames(store, asyncio.to_thread, log, self.live,
+                             "interrupted by a worker's shutdown; to be replayed")
+        outcome = await games.play(task, lambda: job.setup, play, {"job_id": job_id, "tournament": job.tournament_id},
+                                   lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
+        if isinstance(outcome, NotOurs):
             return f"game {task.number}: attempt {task.attempt} was no longer ours"
-        log.info("game %d of tournament %d stored (attempt %d): %s", task.number, job.tournament_id, task.attempt,
-                 report.result.reason, extra=_log_fields(job_id, job, task.attempt, report.result.reason))
+        if isinstance(outcome, Failed):
+            if outcome.final:
+                return f"game {task.number}: failed after {task.attempt} attempts: {outcome.error}"
+            raise GameInfrastructureError(outcome.error) from outcome.cause
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
 
     async def _play_on_executor(self, job: GameJob, seats: list[SeatBot], observe: Observer | None) -> GameReport:
@@ -476,12 +446,6 @@ class QueueWorker:
             sys.stderr.flush()
 
 
-def _log_fields(job_id: int, job: GameJob, attempt: int, reason: str) -> dict[str, object]:
-    """A game job's log fields (docs/operations.md, "Logs"): ids, the game's attempt, what happened."""
-    return {"job_id": job_id, "game_id": job.setup.game_id, "game": job.number, "tournament": job.tournament_id,
-            "attempt": attempt, "reason": reason}
-
-
 async def run_worker(settings: WorkerSettings) -> int:
     """``arena worker``: check the settings and the database, then work until stopped."""
     require_postgresql(settings.database, "arena worker")
@@ -492,5 +456,4 @@ async def run_worker(settings: WorkerSettings) -> int:
     return await QueueWorker(settings).run()
 
 
-__all__ = ["GameInfrastructureError", "QueueWorker", "WorkerSettings", "check_schema", "game_time_bound_s",
-           "run_worker"]
+__all__ = ["GameInfrastructureError", "QueueWorker", "WorkerSettings", "check_schema", "run_worker"]
