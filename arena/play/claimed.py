@@ -9,7 +9,12 @@ longest game and the clock), writing its plays to the live table meanwhile, and 
   otherwise the result is dropped ("no longer ours": another attempt owns it now);
 - cancelled (a stop that cut it off): put back to pending, to be played again from the start;
 - the referee's own failure (or a game past its time bound): back to pending while the game has
-  attempts left (``MAX_ATTEMPTS``), else failed with the reason.
+  attempts left (``MAX_ATTEMPTS``, not counting the platform's), else failed with the reason;
+- a platform fault (``referee.errors.PlatformFault``: a full disk, no descriptors, a sandbox that
+  would not start): nothing of the game is stored and nothing is a bot's failure; it goes back to
+  pending to be played again (elsewhere, under a queue) until it has ``MAX_PLATFORM_FAULTS`` of
+  them (counted in the store), then it is failed for the operator, never rated. The caller stops
+  taking games until the condition clears (the runner ends the run, exit 4; a worker pauses).
 
 The caller decides what comes next from the ``Outcome`` (rate, report, retry the job).
 """
@@ -24,6 +29,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from referee.errors import PlatformFault
 from referee.match.game import Observer
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
@@ -32,6 +38,7 @@ from ..store.store import GameTask, Store
 from .live import LiveWriter
 
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
+MAX_PLATFORM_FAULTS = 5  # a game the platform fails to play this often is failed for the operator
 HUNG = "the game took longer than its time control allows (hung)"
 
 DbCall = Callable[..., Awaitable[Any]]  # runs a store call off the event loop: (fn, *args) -> its result
@@ -62,7 +69,15 @@ class Failed:
     cause: Exception
 
 
-Outcome = Played | NotOurs | Failed
+@dataclass(frozen=True, slots=True)
+class Faulted:
+    """The platform could not play it: back to pending, or (``final``) failed for the operator."""
+
+    fault: PlatformFault
+    final: bool
+
+
+Outcome = Played | NotOurs | Failed | Faulted
 
 
 @dataclass(frozen=True)
@@ -93,13 +108,21 @@ class ClaimedGames:
             # shielded, off the loop: written even if this task is cancelled again on its way out
             await asyncio.shield(asyncio.to_thread(store.fail, task, self.interrupted, True))
             raise
+        except PlatformFault as fault:  # the platform's, not a bot's nor the game's: no traceback, no result
+            error = f"platform fault {task.faults + 1}/{MAX_PLATFORM_FAULTS} ({fault.condition}): {fault}"
+            self.log.warning("game %d (attempt %d) could not be played: %s", task.number, task.attempt, error,
+                             extra=self._fields(task, setup, fields, error))
+            if live is not None:
+                await live.done(task)
+            failed = await self.db(store.fault, task, error, MAX_PLATFORM_FAULTS, then)
+            return Faulted(fault, bool(failed))
         except Exception as exc:  # the referee's own failure, not a bot's: retry, then give up
             error = HUNG if isinstance(exc, _Hung) else f"{type(exc).__name__}: {exc}"
             self.log.exception("game %d (attempt %d) could not be played", task.number, task.attempt,
                                extra=self._fields(task, setup, fields, error))
             if live is not None:
                 await live.done(task)
-            final = task.attempt >= MAX_ATTEMPTS
+            final = task.attempt - task.faults >= MAX_ATTEMPTS  # the platform's attempts are not the referee's
             await self.db(store.fail, task, error, not final, then if final else None)
             return Failed(error, final, exc)
         if live is not None:
@@ -139,4 +162,5 @@ class _Hung(Exception):
     """The game outlived its time bound (raised in place of the bound's TimeoutError)."""
 
 
-__all__ = ["HUNG", "MAX_ATTEMPTS", "ClaimedGames", "Failed", "NotOurs", "Outcome", "Played"]
+__all__ = ["HUNG", "MAX_ATTEMPTS", "MAX_PLATFORM_FAULTS", "ClaimedGames", "Failed", "Faulted", "NotOurs", "Outcome",
+           "Played"]

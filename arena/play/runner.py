@@ -2,7 +2,9 @@
 an executor, ``concurrency`` at a time, storing each result and rating the games in number order.
 
 Restarting after a crash is the same call: games left running are replayed from the start, and
-finished ones are never played or stored again.
+finished ones are never played or stored again. A game the platform cannot play (a PlatformFault:
+a full disk, no descriptors) stops the run once the running games are done (claimed.py): the
+next run, once the platform is fixed, resumes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from referee.errors import PlatformFault
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 from referee.metrics import BOTS
@@ -29,7 +32,7 @@ from ..rating.standings import Standings, standings_of
 from ..schedule.pairings import round_robin
 from ..store.store import BotSpec, GameTask, Scheduled, StorageError, Store, TournamentExistsError
 from .archives import ArchiveCache, bot_endpoint, store_config_archives
-from .claimed import MAX_ATTEMPTS, ClaimedGames, NotOurs, Played  # noqa: F401  (MAX_ATTEMPTS: callers import it here)
+from .claimed import MAX_ATTEMPTS, ClaimedGames, Failed, Faulted, NotOurs, Played  # noqa: F401  (MAX_ATTEMPTS: for callers)
 from .executor import GameExecutor, SeatBot
 from .live import LiveWriter
 from .rate import apply_ratings
@@ -233,6 +236,7 @@ class TournamentRunner:
         self.concurrency = concurrency or config.concurrency
         self.on_game = on_game or (lambda done: None)
         self.stopping = asyncio.Event()  # set: start no new games, let running ones finish
+        self.fault: PlatformFault | None = None  # the first platform fault of a game: the run stops, run() raises it
         self._rated_at = 0.0
         self._db_thread: ThreadPoolExecutor | None = None  # while run() runs: where store calls go
 
@@ -257,11 +261,17 @@ class TournamentRunner:
                                    {"tournament": self.tid})
         if isinstance(outcome, NotOurs):
             return
+        if isinstance(outcome, Faulted):  # the platform's: take no more games here (run() raises it)
+            self.fault = self.fault or outcome.fault
+            self.stopping.set()
+            if not outcome.final:  # back to pending: not settled, nothing to rate or report
+                return
         await self._rate()
         if isinstance(outcome, Played):
             self.on_game(GameDone(task, outcome.report))
         else:
-            self.on_game(GameDone(task, None, outcome.error))
+            self.on_game(GameDone(task, None, outcome.error if isinstance(outcome, Failed) else
+                                  f"platform fault ({outcome.fault.condition}): {outcome.fault}"))
 
     async def _rate(self, now: bool = False) -> None:
         """Apply ratings at most every RATING_INTERVAL_S (each call rates every game it can, in
@@ -272,7 +282,9 @@ class TournamentRunner:
             await self._db(apply_ratings, self.store, self.tid)
 
     async def run(self) -> None:
-        """Play until no game is pending (or ``stopping`` is set and the running ones are done)."""
+        """Play until no game is pending (or ``stopping`` is set and the running ones are done).
+        A game's PlatformFault stops the run as ``stopping`` does, and is raised once the running
+        games are done: the platform cannot play here until it is fixed (the game is pending again)."""
         self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-db")
         try:
             if self.live:
@@ -280,6 +292,8 @@ class TournamentRunner:
                     await self._run()
             else:
                 await self._run()
+            if self.fault is not None:
+                raise self.fault
         finally:
             self._live = None
             self._db_thread.shutdown(wait=True)  # its last call (a result, a rating) is written

@@ -47,10 +47,10 @@ from ..errors import ArenaError, UsageError
 from ..metrics import WORKER_JOBS
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line, known_revisions
 from .archives import ArchiveCache
-from .claimed import MAX_ATTEMPTS, ClaimedGames, Failed, NotOurs
+from .claimed import MAX_ATTEMPTS, MAX_PLATFORM_FAULTS, ClaimedGames, Failed, Faulted, NotOurs
 from .executor import InProcessExecutor, SeatBot
-from .job_status import SteadyJobManager
 from .live import LiveWriter
+from .pause import PAUSE_S, PausingJobManager, WorkerPause
 from .queue import (
     PLAY_TASK,
     QUEUE_PREFIX,
@@ -87,6 +87,12 @@ class GameInfrastructureError(ArenaError):
     exit_status = 1
 
 
+class GamePlatformFault(GameInfrastructureError):
+    """The platform could not play the job's game (a PlatformFault: a full disk under the bot logs):
+    the job is retried as for the referee's failure, by another worker, this one being paused
+    (pause.py); the game's own count of such faults bounds it (claimed.py)."""
+
+
 class DatabaseLostError(StorageError):
     """The worker lost its database (procrastinate stopped on its own): exit 1, so a supervisor
     restarts it, rather than 0 as after a stop that was asked for, or 2 as for a bad setting."""
@@ -102,11 +108,13 @@ DATABASE_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, p
 
 class WithdrawnWithoutTraceback(logging.Filter):
     """procrastinate logs a job's end at INFO with its exception's traceback, also for a game its
-    run withdrew (``JobAborted``, expected: a comparison past its verdict); that line keeps its
-    text ("ended with status: Aborted") and loses the traceback, which said nothing more."""
+    run withdrew (``JobAborted``, expected: a comparison past its verdict) and for a game the
+    platform could not play (``GamePlatformFault``: its one line was logged, the worker pauses);
+    that line keeps its text ("ended with status: Aborted") and loses the traceback, which said
+    nothing more."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], queue_errors.JobAborted):
+        if record.exc_info and isinstance(record.exc_info[1], (queue_errors.JobAborted, GamePlatformFault)):
             record.exc_info, record.exc_text = None, None
         return True
 
@@ -143,6 +151,7 @@ class WorkerSettings:
     grace_s: float = GRACE_S
     name: str = ""  # host:pid by default
     bots_idle_s: float = BOTS_IDLE_S
+    pause_s: float = PAUSE_S  # after a platform fault: the first wait before the condition is checked again
 
     def problems(self) -> list[str]:
         """One line per bad setting."""
@@ -157,6 +166,8 @@ class WorkerSettings:
                           f"({self.stalled_after_s:g} s): a stopping worker sends no heartbeat")
         if not self.bots_idle_s > 0:
             errors.append(f"--bots-idle must be above 0 s, not {self.bots_idle_s:g}")
+        if not self.pause_s > 0:
+            errors.append(f"--pause-check must be above 0 s, not {self.pause_s:g}")
         return errors
 
 
@@ -188,11 +199,15 @@ def check_schema(url: str) -> None:
 @contextlib.contextmanager
 def counted_job(task: str) -> Iterator[None]:
     """One job of ``task`` in ``arena_worker_jobs_total``: ok, retry (the referee's failure, run
-    again), interrupted (the worker's shutdown) or error."""
+    again), platform (a platform fault: run again elsewhere, this worker pauses), interrupted (the
+    worker's shutdown) or error."""
     outcome = "error"
     try:
         yield
         outcome = "ok"
+    except GamePlatformFault:
+        outcome = "platform"
+        raise
     except GameInfrastructureError:
         outcome = "retry"
         raise
@@ -228,7 +243,10 @@ class QueueWorker:
             conninfo=libpq_url(settings.database), timeout=POOL_TIMEOUT_S, min_size=1,
             max_size=settings.concurrency + 2))
         # a job's end is written again when its connection breaks; a worker that still cannot stops
-        self.app.job_manager = SteadyJobManager(self.app.connector, self._status_lost)
+        # a platform fault pauses the worker: its job manager fetches nothing until the fault clears
+        self.pause = WorkerPause(self.name, self._pause_folders, lambda: self.store,
+                                 lambda: self._worker.worker_id if self._worker is not None else None, settings.pause_s)
+        self.app.job_manager = PausingJobManager(self.app.connector, self._status_lost, self.pause)
         self._worker: procrastinate.worker.Worker | None = None  # while run() runs
         self._lost_job: int | None = None  # a job whose end could not be written: the worker stops
         self._register_tasks()
@@ -309,6 +327,11 @@ class QueueWorker:
             if outcome.final:
                 return f"game {task.number}: failed after {task.attempt} attempts: {outcome.error}"
             raise GameInfrastructureError(outcome.error) from outcome.cause
+        if isinstance(outcome, Faulted):  # the platform's: this worker pauses, another plays the game
+            self.pause.enter(outcome.fault)
+            if outcome.final:
+                return f"game {task.number}: failed for the operator after {MAX_PLATFORM_FAULTS} platform faults"
+            raise GamePlatformFault(f"platform fault ({outcome.fault.condition}): {outcome.fault}") from None
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
 
     async def _play_on_executor(self, job: GameJob, seats: list[SeatBot], observe: Observer | None) -> GameReport:
@@ -345,6 +368,10 @@ class QueueWorker:
                                 type(exc).__name__, exc)
                 else:
                     log.info("stopped the bots of tournament %d: no game of it for %g s", key[0], idle_s)
+
+    def _pause_folders(self) -> list[Path]:
+        """Where a paused worker checks that it can write again: its bot logs and archive cache."""
+        return [self._logs_root or Path(tempfile.gettempdir()), self.archives.root]
 
     def _packages(self, job: GameJob) -> Packages:
         """How this worker builds and runs the job's bot packages (its sandbox and runtimes)."""
@@ -413,6 +440,7 @@ class QueueWorker:
             raise DatabaseLostError(f"worker {self.name} lost database {describe_url(s.database)}: "
                                     f"{first_line(exc)}; its games go back to the queue") from None
         finally:
+            await self.pause.close()
             self.live = None
             self._worker = None
             for each in (signal.SIGTERM, signal.SIGINT):
@@ -456,4 +484,5 @@ async def run_worker(settings: WorkerSettings) -> int:
     return await QueueWorker(settings).run()
 
 
-__all__ = ["GameInfrastructureError", "QueueWorker", "WorkerSettings", "check_schema", "run_worker"]
+__all__ = ["GameInfrastructureError", "GamePlatformFault", "QueueWorker", "WorkerSettings", "check_schema",
+           "run_worker"]
