@@ -8,7 +8,9 @@ is a game result; only the referee's own failures raise, and the job is retried 
 attempts run out (then the game is failed with the reason). On SIGTERM or SIGINT running games get
 ``grace_s`` to finish; then they are aborted, put back to pending and queued again. A job its run
 withdraws (procrastinate's abort: ``arena compare --queue`` past its verdict deletes the game's row
-and aborts the job) stops its game at once and is not retried.
+and aborts the job) stops its game at once and is not retried. A game the platform could not play
+(a PlatformFault: a full disk under ``--logs``) goes back to pending and its job is retried by
+another worker, while this one pauses until the condition clears (pause.py).
 """
 
 from __future__ import annotations
