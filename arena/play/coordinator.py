@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import procrastinate
@@ -57,6 +58,9 @@ class QueuedSession:
         assert self._store is not None, "standings_now is for the length of run()"
         return await asyncio.to_thread(current_standings, self._store, self._tid, self.config.standings)
 
+    def _report(self, number: int, error: str, settled: int, total: int, rate: float) -> None:
+        self.events.game_finished(GameFinished(number, error, settled, total, rate))
+
     def _queue_missing(self, conn: Connection, tid: int) -> int:
         count = queue_missing(self._app, self.config, conn, tid)
         self.queued += count
@@ -75,11 +79,12 @@ class QueuedSession:
             await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_missing(conn, tid))
             counts = await asyncio.to_thread(store.counts, tid)
             total = sum(counts.values())
-            settled_numbers = await asyncio.to_thread(_settled, store, tid)
+            settled_numbers = await asyncio.to_thread(settled_games, store, tid)
             self.events.started(RunStarted(config.name, len(config.bots), total, len(settled_numbers), 0,
                                            store.url_for_people, logs_dir_for(config), lease.taken_from or ""))
             if not self.detach:
-                await self._follow(store, tid, total, settled_numbers)
+                await follow_games(store, tid, total, settled_numbers, self._stopping,
+                                   lambda conn: self._queue_missing(conn, tid), self._report)
                 await asyncio.to_thread(apply_ratings, store, tid)  # the workers' passes, finished here
             counts = await asyncio.to_thread(store.counts, tid)
             standings = await asyncio.to_thread(current_standings, store, tid, config.standings)
@@ -93,26 +98,34 @@ class QueuedSession:
             self._store = None
             store.close()
 
-    async def _follow(self, store: Store, tid: int, total: int, known: dict[int, str]) -> None:
-        """Report each game as it is settled, until all are or ``stop`` is called."""
-        started, seen, requeued_at = time.monotonic(), 0, time.monotonic()
-        stop_wait = asyncio.ensure_future(self._stopping.wait())
-        gauges = QueueGauges(store, tid)
-        try:
-            while len(known) < total and not self._stopping.is_set():
-                await gauges.refresh()
-                await asyncio.wait({stop_wait}, timeout=FOLLOW_S)
-                now = await asyncio.to_thread(_settled, store, tid)
-                for number in sorted(set(now) - set(known)):
-                    known[number] = now[number]
-                    seen += 1
-                    rate = seen / max(time.monotonic() - started, 1e-9)
-                    self.events.game_finished(GameFinished(number, now[number], len(known), total, rate))
-                if time.monotonic() - requeued_at >= REQUEUE_S:
-                    requeued_at = time.monotonic()
-                    await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_missing(conn, tid))
-        finally:
-            stop_wait.cancel()
+OnSettled = Callable[[int, str, int, int, float], None]  # (number, error, settled, total, games per second)
+
+
+async def follow_games(store: Store, tid: int, total: int, known: dict[int, str], stop: asyncio.Event,
+                       requeue: Callable[[Connection], int], on_settled: OnSettled | None = None) -> None:
+    """Follow the queued games of ``tid`` until all ``total`` are settled (``known``: the ones
+    settled already, added to as games settle) or ``stop`` is set: each game newly settled is
+    reported to ``on_settled``, the queue gauges are refreshed, and every ``REQUEUE_S`` the
+    pending games without a job are queued (``requeue``, in a transaction of its own). The one
+    follow loop of ``arena run --queue`` and ``arena serve --queue``."""
+    started, seen, requeued_at = time.monotonic(), 0, time.monotonic()
+    stop_wait = asyncio.ensure_future(stop.wait())
+    gauges = QueueGauges(store, tid)
+    try:
+        while len(known) < total and not stop.is_set():
+            await gauges.refresh()
+            await asyncio.wait({stop_wait}, timeout=FOLLOW_S)
+            now = await asyncio.to_thread(settled_games, store, tid)
+            for number in sorted(set(now) - set(known)):
+                known[number] = now[number]
+                seen += 1
+                if on_settled is not None:
+                    on_settled(number, now[number], len(known), total, seen / max(time.monotonic() - started, 1e-9))
+            if time.monotonic() - requeued_at >= REQUEUE_S:  # jobs aborted or lost meanwhile
+                requeued_at = time.monotonic()
+                await asyncio.to_thread(store.in_transaction, requeue)
+    finally:
+        stop_wait.cancel()
 
 
 def queue_missing(app: procrastinate.App, config: TournamentConfig, conn: Connection, tid: int) -> int:
@@ -129,7 +142,7 @@ def queue_missing(app: procrastinate.App, config: TournamentConfig, conn: Connec
     return defer_games(app, conn, jobs)
 
 
-def _settled(store: Store, tid: int) -> dict[int, str]:
+def settled_games(store: Store, tid: int) -> dict[int, str]:
     """Every settled game's number, with its error ("" for a played game)."""
     with store.session() as s:
         rows = s.execute(select(Game.number, Game.status, Game.error).where(

@@ -23,7 +23,6 @@ the following; the queued games stay the workers'.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 from datetime import datetime, timezone
@@ -45,10 +44,9 @@ from ..schedule.pairings import ScheduledGame, ladder_pairings, schedule, set_si
 from ..store.lease import Lease
 from ..store.store import BotRow, Store
 from .archives import ArchiveCache
-from .coordinator import FOLLOW_S, REQUEUE_S, queue_missing
+from .coordinator import follow_games, queue_missing, settled_games
 from .executor import InProcessExecutor
 from .queue import live_jobs, make_app, require_postgresql
-from .queue_status import QueueGauges
 from .rate import apply_ratings
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
 from .sandbox import arena_launcher, arena_packages
@@ -231,19 +229,10 @@ class LadderServer:
         workers have settled every game, and rate them; how many were played to a result."""
         store, tid = self.store, self.tid
         await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_games(conn, tid))
-        before = (await asyncio.to_thread(store.counts, tid))["done"]
-        requeued_at = asyncio.get_running_loop().time()
-        gauges = QueueGauges(store, tid)
-        while not self._follow_stop.is_set():
-            await gauges.refresh()
-            counts = await asyncio.to_thread(store.counts, tid)
-            if counts["pending"] + counts["running"] == 0:
-                break
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._follow_stop.wait(), FOLLOW_S)
-            if asyncio.get_running_loop().time() - requeued_at >= REQUEUE_S:  # jobs aborted meanwhile
-                requeued_at = asyncio.get_running_loop().time()
-                await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_games(conn, tid))
+        counts = await asyncio.to_thread(store.counts, tid)
+        before, total = counts["done"], sum(counts.values())
+        settled = await asyncio.to_thread(settled_games, store, tid)
+        await follow_games(store, tid, total, settled, self._follow_stop, lambda conn: self._queue_games(conn, tid))
         await asyncio.to_thread(apply_ratings, store, tid)  # the next round's pairings need every rating
         return (await asyncio.to_thread(store.counts, tid))["done"] - before
 
