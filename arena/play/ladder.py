@@ -37,11 +37,12 @@ from rich.console import Console
 from sqlalchemy import Connection
 
 from ..config import ConfigError, LadderConfig, TournamentConfig
-from ..errors import UsageError, shown
+from ..errors import ArenaError, UsageError, shown
 from ..rating.ratings import default_rating
 from ..rating.standings import fitting_standings_table
 from ..schedule.pairings import ScheduledGame, ladder_pairings, schedule, set_size
 from ..store.lease import Lease
+from ..store.outage import DatabaseUnavailableError, Outage, ping, unreachable
 from ..store.store import BotRow, Store
 from .archives import ArchiveCache
 from .coordinator import follow_games, queue_missing, settled_games
@@ -122,6 +123,10 @@ class LadderServer:
         self._round_task: asyncio.Task[Any] | None = None
         self._abandoning = False
         self._follow_stop = asyncio.Event()  # a queued round: stop following it
+        # the database may go away for a while: a queued round's follow loop rides it out, and a
+        # round that fails for it waits for it, bounded, and leaves its games for the next round
+        self.outage = Outage(store.url_for_people, give_up=self._follow_stop)
+        self.fatal: ArenaError | None = None  # why serve() stops with an error (the CLI's one line)
 
     # --- stopping -------------------------------------------------------------------------------
 
@@ -164,7 +169,13 @@ class LadderServer:
             if not self._abandoning:
                 raise
             # our own cancellation (second signal): the runner has put the running games back to pending
+        except DatabaseUnavailableError as exc:
+            self.fatal = exc
+            self.stop()
         except Exception as exc:
+            if unreachable(exc):
+                await self.wait_for_database(exc)
+                return
             log.exception("ladder round failed", extra={"tournament": self.tid})
             self.console.print(f"[red]ladder round failed: {type(exc).__name__}: {exc}")
             self.status = 1
@@ -177,6 +188,17 @@ class LadderServer:
         finally:
             self._round_task = None
             self._runner = None
+
+    async def wait_for_database(self, exc: BaseException) -> None:
+        """A round failed because the database went away: wait for it (bounded by the outage
+        window; past it the ladder stops with DatabaseUnavailableError). Its games stay pending
+        and the next round plays them first."""
+        try:
+            await asyncio.sleep(self.outage.failed(exc))
+            await self.outage.call(ping, self.store.engine)
+        except DatabaseUnavailableError as gone:
+            self.fatal = gone
+            self.stop()
 
     async def play_round(self) -> None:
         """Finish the games an earlier serve left, or schedule a new round; play it; report it."""
@@ -231,10 +253,11 @@ class LadderServer:
         await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_games(conn, tid))
         counts = await asyncio.to_thread(store.counts, tid)
         before, total = counts["done"], sum(counts.values())
-        settled = await asyncio.to_thread(settled_games, store, tid)
-        await follow_games(store, tid, total, settled, self._follow_stop, lambda conn: self._queue_games(conn, tid))
-        await asyncio.to_thread(apply_ratings, store, tid)  # the next round's pairings need every rating
-        return (await asyncio.to_thread(store.counts, tid))["done"] - before
+        settled = await self.outage.call(settled_games, store, tid)
+        await follow_games(store, tid, total, settled, self._follow_stop, lambda conn: self._queue_games(conn, tid),
+                           self.outage)
+        await self.outage.call(apply_ratings, store, tid)  # the next round's pairings need every rating
+        return (await self.outage.call(store.counts, tid))["done"] - before
 
     async def play_games(self) -> int:
         """Play every pending game; how many were played to a result."""
@@ -304,6 +327,8 @@ class LadderServer:
                 scheduler.shutdown(wait=False)
                 await asyncio.sleep(0)  # AsyncIOScheduler.shutdown runs on the loop's next turn
             await self.executor.close()
+        if self.fatal is not None:
+            raise self.fatal
         return self.status
 
 

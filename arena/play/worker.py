@@ -45,6 +45,7 @@ from referee.sandbox import SandboxSettings
 
 from ..errors import ArenaError, UsageError
 from ..metrics import WORKER_JOBS
+from ..store.outage import DatabaseUnavailableError, Outage, ping, unreachable
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line, known_revisions
 from .archives import ArchiveCache
 from .executor import InProcessExecutor, SeatBot
@@ -75,6 +76,7 @@ GRACE_S = 20.0  # on SIGTERM, how long running games may take to finish (less th
 STALLED_CHECK_CRON = "* * * * * */5"  # the stalled-jobs check: every 5 seconds, on one worker
 RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs again
 POOL_TIMEOUT_S = 5.0  # the longest a queue call waits for a database connection
+WATCH_S = 2.0  # how often the worker asks the database whether it answers (an outage is said within seconds)
 BOTS_IDLE_S = 300.0  # a tournament's bot processes are stopped after this long without a game of it
 IDLE_CHECK_S = 10.0  # the longest between two looks for such bots
 
@@ -82,13 +84,6 @@ IDLE_CHECK_S = 10.0  # the longest between two looks for such bots
 class GameInfrastructureError(ArenaError):
     """The referee could not play a game (not a bot's fault): the job raises it to be retried
     (it reaches procrastinate, never a command; an arena error like every other)."""
-
-    exit_status = 1
-
-
-class DatabaseLostError(StorageError):
-    """The worker lost its database (procrastinate stopped on its own): exit 1, so a supervisor
-    restarts it, rather than 0 as after a stop that was asked for, or 2 as for a bad setting."""
 
     exit_status = 1
 
@@ -238,17 +233,22 @@ class QueueWorker:
             conninfo=libpq_url(settings.database), timeout=POOL_TIMEOUT_S, min_size=1,
             max_size=settings.concurrency + 2))
         # a job's end is written again when its connection breaks; a worker that still cannot stops
-        self.app.job_manager = SteadyJobManager(self.app.connector, self._status_lost)
+        self.app.job_manager = SteadyJobManager(self.app.connector, self._status_lost, self._database_down)
         self._worker: procrastinate.worker.Worker | None = None  # while run() runs
-        self._lost_job: int | None = None  # a job whose end could not be written: the worker stops
+        self._lost_job: int | None = None  # a job whose end could not be written: procrastinate's worker stops
+        self._fatal: DatabaseUnavailableError | None = None  # the database stayed away past the outage window
+        self.outage: Outage | None = None  # while run() runs
         self._register_tasks()
 
+    def _database_down(self) -> bool:
+        return self.outage is not None and self.outage.down_since is not None
+
     def _status_lost(self, job_id: int, error: BaseException) -> None:
-        """A job's end could not be written after every try: stop taking jobs, so that the
-        stalled-jobs check (of the worker that replaces this one) runs the job again."""
-        # a warning: without -v the one line is the DatabaseLostError that run() raises on the way out
-        log.warning("job %s: its end could not be written to the queue (%s); stopping this worker so that the job "
-                    "is retried", job_id, first_line(error.__cause__ or error), extra={"job_id": job_id})
+        """A job's end could not be written after every try: stop procrastinate's worker, so that
+        its jobs lose their worker and the stalled-jobs check runs the job again; ``run`` starts a
+        new one once the database answers."""
+        log.warning("job %s: its end could not be written to the queue (%s); starting again on a new registration so "
+                    "that the job is retried", job_id, first_line(error.__cause__ or error), extra={"job_id": job_id})
         self._lost_job = job_id
         if self._worker is not None:
             self._worker.stop()
@@ -401,48 +401,77 @@ class QueueWorker:
 
     # --- the process --------------------------------------------------------------------------
 
-    async def run(self) -> int:
-        """Take games until stopped (SIGTERM, SIGINT); the exit status."""
+    def _procrastinate_worker(self) -> procrastinate.worker.Worker:
+        """procrastinate's worker, new for each connection to the database (a registration of its own)."""
         s = self.settings
-        self.store = await asyncio.to_thread(lambda: Store(s.database, migrate=False))
-        worker = procrastinate.worker.Worker(
+        self._worker = procrastinate.worker.Worker(
             self.app, queues=[queue_name()], concurrency=s.concurrency, name=self.name,
             update_heartbeat_interval=s.heartbeat_s, stalled_worker_timeout=s.stalled_after_s,
             shutdown_graceful_timeout=s.grace_s, delete_jobs="successful", install_signal_handlers=False)
-        self._worker = worker
-        asked_to_stop = False
+        return self._worker
+
+    async def run(self) -> int:
+        """Take games until stopped (SIGTERM, SIGINT); the exit status. A database outage is ridden
+        out (store/outage.py): procrastinate's worker, which stops when it loses the database, is
+        started again once the database answers; past the outage window, DatabaseUnavailableError."""
+        s = self.settings
+        self.store = await asyncio.to_thread(lambda: Store(s.database, migrate=False))
+        stopping = asyncio.Event()  # asked to stop: no new start, and no wait for the database
+        outage = self.outage = Outage(describe_url(s.database), give_up=stopping)
 
         def stop(signum: int) -> None:
-            nonlocal asked_to_stop
-            asked_to_stop = True
+            stopping.set()
             log.info("%s: stopping (running games get %g s to finish)", signal.Signals(signum).name, s.grace_s)
             for each in (signal.SIGTERM, signal.SIGINT):  # a second one stops the process at once
                 loop.remove_signal_handler(each)
-            worker.stop()
+            if self._worker is not None:
+                self._worker.stop()
 
         loop = asyncio.get_running_loop()
         logging.getLogger(procrastinate.worker.__name__).addFilter(WITHDRAWN_FILTER)  # once: a set
         if not logging.getLogger().isEnabledFor(logging.INFO):
-            # without -v, a lost database is the one line run_worker's caller prints, not the
-            # queue's and the pool's tracebacks on the way down
+            # without -v, an outage is the outage's two lines, not the queue's and the pool's
+            # tracebacks meanwhile
             for name in ("procrastinate", "psycopg"):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
+        for each in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(each, stop, each)
+        watch = asyncio.create_task(self._watch_database(outage, stopping), name="watch-database")
+        retire = asyncio.create_task(self._retire_idle(), name="retire-idle-bots")
         try:
-            async with self.app.open_async(), LiveWriter(self.store) as self.live:
-                await self._say_what_waits_elsewhere()
-                log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(), s.concurrency)
-                for each in (signal.SIGTERM, signal.SIGINT):
-                    loop.add_signal_handler(each, stop, each)
-                retire = asyncio.create_task(self._retire_idle(), name="retire-idle-bots")
-                try:
-                    await worker.run()
-                finally:
-                    retire.cancel()
-                    await asyncio.gather(retire, return_exceptions=True)
-        except DATABASE_ERRORS as exc:
-            raise DatabaseLostError(f"worker {self.name} lost database {describe_url(s.database)}: "
-                                    f"{first_line(exc)}; its games go back to the queue") from None
+            async with LiveWriter(self.store) as self.live:
+                first = True
+                while not stopping.is_set():
+                    try:
+                        async with self.app.open_async():
+                            if first:
+                                await self._say_what_waits_elsewhere()
+                                log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(),
+                                         s.concurrency)
+                                first = False
+                            await self._procrastinate_worker().run()
+                        error: BaseException | None = None
+                    except DATABASE_ERRORS as exc:
+                        error = exc
+                    if stopping.is_set() or self._fatal is not None:
+                        break
+                    # procrastinate stopped by itself: a side task (its listener, its heartbeat) or a
+                    # job's end lost the database. Its running jobs went back to the queue or are
+                    # left to the stalled-jobs check; wait for the database, then take jobs again
+                    if self._lost_job is not None:
+                        log.info("job %d is left to the stalled-jobs check; taking jobs again once the database "
+                                 "answers", self._lost_job)
+                        self._lost_job = None
+                    if error is not None:
+                        await asyncio.sleep(outage.failed(error))
+                    await outage.call(ping, self.store.engine)
+                    log.info("worker %s: taking jobs again", self.name)
+        except DatabaseUnavailableError as exc:
+            self._fatal = exc
         finally:
+            for task in (watch, retire):
+                task.cancel()
+            await asyncio.gather(watch, retire, return_exceptions=True)
             self.live = None
             self._worker = None
             for each in (signal.SIGTERM, signal.SIGINT):
@@ -454,14 +483,30 @@ class QueueWorker:
             self.store.close()
             if self._temp is not None:
                 self._temp.cleanup()
-        if self._lost_job is not None:
-            raise DatabaseLostError(f"worker {self.name} could not write the end of job {self._lost_job} to database "
-                                    f"{describe_url(s.database)} and stopped; the job goes back to the queue "
-                                    "(start it again)")
-        if not asked_to_stop:  # procrastinate stopped by itself: a side task (its listener) lost the database
-            raise DatabaseLostError(f"worker {self.name} lost its connection to database {describe_url(s.database)} "
-                                    "and stopped; its games go back to the queue (start it again)")
+        if self._fatal is not None:
+            raise DatabaseUnavailableError(f"worker {self.name}: {self._fatal}; its games go back to the queue")
         return 0
+
+    async def _watch_database(self, outage: Outage, stopping: asyncio.Event) -> None:
+        """Ask the database every ``WATCH_S`` whether it answers, so that an outage is said (one
+        line) within seconds even when no queue call is due; past the window, stop the worker."""
+        assert self.store is not None
+        while not stopping.is_set():
+            await asyncio.sleep(WATCH_S)
+            try:
+                await asyncio.to_thread(ping, self.store.engine)
+            except Exception as exc:
+                if not unreachable(exc):
+                    raise
+                try:
+                    outage.failed(exc)
+                except DatabaseUnavailableError as gone:
+                    self._fatal = gone
+                    if self._worker is not None:
+                        self._worker.stop()
+                    return
+            else:
+                outage.succeeded()
 
     async def _say_what_waits_elsewhere(self) -> None:
         """One line when games wait in another version's queue: this worker will not take them."""

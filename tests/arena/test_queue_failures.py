@@ -345,36 +345,34 @@ def test_a_job_end_whose_answer_was_lost_after_it_landed_is_taken_as_written(
     assert "had landed before its connection broke" in caplog.text, caplog.text
 
 
-def test_a_worker_that_cannot_write_a_job_end_stops_and_the_job_is_retried(
+def test_a_worker_that_cannot_write_a_job_end_starts_again_and_the_job_is_retried(
         reference: Outcome, pg_url: str, tmp_path: Path) -> None:  # noqa: F811
     marker = new_marker()
     path = queued_tournament(tournament_file(tmp_path, marker, concurrency=1, database=pg_url))
     tries = len(WRITE_WAITS_S) + 1
     cut_job_end_writes(pg_url, tries)  # every try of the first game's end write
     logs = tmp_path / "logs"
-    logs.mkdir()
-    first = start_worker(pg_url, logs / "first.log")
-    try:
-        assert first.wait(timeout=FOLLOW_TIMEOUT_S) == 1, log_text(logs)
-    finally:
-        stop([first])
-    said = (logs / "first.log").read_text(errors="replace")
-    assert "its end could not be written to the queue" in said and "could not write the end of job" in said, said
-    assert cuts_made(pg_url) == tries
-    # the supervisor's restart: its stalled-jobs check retries the job, which finds its game stored
-    with workers(pg_url, logs / "second", 1):
+    with workers(pg_url, logs, 1) as procs:
+        # procrastinate's worker stops and a new one starts in the same process: the old one's jobs
+        # lose their worker, and the stalled-jobs check retries the job, which finds its game stored
         followed = run_queued(path)
-        assert followed.returncode == 0, f"{followed.stdout}\n{followed.stderr}\n{log_text(logs / 'second')}"
+        assert followed.returncode == 0, f"{followed.stdout}\n{followed.stderr}\n{log_text(logs)}"
         wait_for(lambda: play_jobs(pg_url) == [], lambda: f"an empty queue\n{play_jobs(pg_url)}\n{log_text(logs)}", poll_s=0.2)
+        assert procs[0].poll() is None, log_text(logs)  # no supervisor needed
+    said = (logs / "worker0.log").read_text(errors="replace")
+    assert "its end could not be written to the queue" in said and "taking jobs again" in said, said[-3000:]
+    assert cuts_made(pg_url) >= tries  # (the sequence counts every later game's end write too)
     assert wait_no_marked_processes(marker) == []
     assert_same_as(reference, pg_url)
 
 
-def test_a_worker_whose_database_is_gone_for_good_exits_non_zero_with_one_line(pg_url: str, tmp_path: Path) -> None:
+def test_a_worker_whose_database_is_gone_past_the_outage_window_exits_2_with_one_line(
+        pg_url: str, tmp_path: Path) -> None:
     marker = new_marker()
     path = queued_tournament(tournament_file(tmp_path, marker, concurrency=1, database=pg_url))
-    worker = subprocess.Popen(arena_argv("worker", "--db", pg_url, *WORKER_TIMING), cwd=ROOT, env=arena_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    worker = subprocess.Popen(arena_argv("worker", "--db", pg_url, *WORKER_TIMING, "--db-outage", "3"), cwd=ROOT,
+                              env=arena_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
     name = pg_url.rsplit("/", 1)[1]
     try:
         wait_for(lambda: any(s == "running" for s, _, _ in game_rows(pg_url).values()), "a game starting")
@@ -385,8 +383,10 @@ def test_a_worker_whose_database_is_gone_for_good_exits_non_zero_with_one_line(p
         if worker.poll() is None:
             kill_group(worker)
         query(PG_ADMIN_URL, f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
-    assert worker.returncode == 1, err
-    assert err.count("\n") == 1 and "lost" in err and name in err, err
+    assert worker.returncode == 2, err
+    went, stopped = err.splitlines()  # one line when it went, one when the window was over
+    assert went.startswith("arena: database unreachable (") and "retrying for up to 3 s" in went, err
+    assert stopped.startswith("arena: error: ") and "unreachable for" in stopped and name in stopped, err
     assert wait_no_marked_processes(marker) == []
     # nothing lost: the game it held is this job's still (or back to pending), and a new worker plays everything
     with workers(pg_url, tmp_path / "logs", 1):
