@@ -96,8 +96,9 @@ class Outage:
     one when it is back (``say``: stderr by default). Safe to share between threads."""
 
     def __init__(self, where: str, window: float | None = None, say: Callable[[str], None] = _stderr,
-                 give_up: asyncio.Event | None = None) -> None:
+                 give_up: asyncio.Event | None = None, meanwhile: str = "") -> None:
         self.where = where  # the database, for people (Store.url_for_people)
+        self.meanwhile = meanwhile  # what the process does meanwhile, for its line (default: it retries)
         self.give_up = give_up  # once set (the command is stopping), a call fails at its next failed try
         self.window_s = window_s() if window is None else window
         self.say = say
@@ -114,7 +115,8 @@ class Outage:
             if self.down_since is None:
                 self.down_since, self._tries = now, 0
                 self.outages += 1
-                self.say(f"{PREFIX}database unreachable ({first_line(exc)}); retrying for up to {self.window_s:g} s")
+                meanwhile = self.meanwhile or f"retrying for up to {self.window_s:g} s"
+                self.say(f"{PREFIX}database unreachable ({first_line(exc)}); {meanwhile}")
             elapsed = now - self.down_since
             if self.give_up is not None and self.give_up.is_set():
                 raise DatabaseUnavailableError(f"database {self.where} unreachable ({first_line(exc)}) when asked "
