@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.store.store import Store
 from tests.arena.queue_support import (
     FOLLOW_TIMEOUT_S,
     WORKER_TIMING,
@@ -30,13 +31,23 @@ from tests.arena.queue_support import (
 )
 from tests.arena.runs_support import (  # noqa: F401 - reference is a fixture
     SCHEDULE,
+    TIME as RUNS_TIME,
     Outcome,
     assert_complete,
     outcome_of,
     reference,
     tournament_file,
 )
-from tests.arena_support import ROOT, arena_argv, arena_env, new_marker, wait_no_marked_processes
+from tests.arena_support import (
+    ROOT,
+    arena_argv,
+    arena_env,
+    new_marker,
+    run_arena,
+    sample_bot_command,
+    wait_no_marked_processes,
+    write_tournament,
+)
 from tests.faults.cluster import PrivateCluster
 
 EXIT_WAIT_S = 60  # a process asked to stop (or past its outage window) exits within this
@@ -298,3 +309,52 @@ def test_the_workers_connections_cut_mid_tournament_lose_and_duplicate_nothing_a
         assert cut > 0
         assert all(w.proc.poll() is None for w in workers), logs_of(everyone)  # no supervisor needed
         finish(path, url, coordinator, workers, marker, reference)
+
+
+# --- a queued ladder ---------------------------------------------------------------------------------
+
+LADDER_BOTS = [{"name": "greedy", "command": sample_bot_command("greedy_bot.py")},
+               {"name": "random-a", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "11"}},
+               {"name": "random-b", "command": sample_bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "22"}}]
+LADDER = {"name": "lad", "players": 2, "seed": 11, "ladder": {"interval": "1s", "pairings_per_bot": 1}}
+
+
+def ladder_games(url: str) -> tuple[list[tuple[object, ...]], list[object]]:
+    """Every game of the ladder (number, round, seats, deck, status, result) and its rating history."""
+    store = Store(url)
+    try:
+        tid = store.tournament_id("lad")
+        assert tid is not None
+        games = [(g.number, g.round, g.seat_bots, g.deck_seed, g.status, g.result) for g in store.games(tid)]
+        return games, store.rating_history(tid)
+    finally:
+        store.close()
+
+
+def test_a_queued_ladder_rides_out_a_database_stopped_mid_round(cluster: PrivateCluster, tmp_path: Path) -> None:
+    marker = new_marker()
+    (tmp_path / "local").mkdir()
+    (tmp_path / "queued").mkdir()
+    local = write_tournament(tmp_path / "local" / "lad.toml", {
+        **LADDER, "concurrency": 1, "database": f"sqlite:///{tmp_path / 'local.db'}"}, LADDER_BOTS, RUNS_TIME, marker)
+    done = run_arena("serve", str(local), "--rounds", "2", timeout=FOLLOW_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    url = cluster.url
+    path = write_tournament(tmp_path / "queued" / "lad.toml", {**LADDER, "database": url}, LADDER_BOTS, RUNS_TIME,
+                            marker)
+    Store(url).close()  # the arena's tables first: a worker refuses a database without them
+    with processes() as everyone:
+        workers = [start_worker(url, tmp_path / f"worker{i}.log") for i in range(2)]
+        server = Process(tmp_path / "serve.log", "serve", str(path), "--rounds", "2", "--queue")
+        everyone += [*workers, server]
+        wait_for(lambda: counts(url).get("done", 0) >= 1, lambda: f"a game stored\n{logs_of(everyone)}", poll_s=0.05)
+        cluster.stop()
+        time.sleep(6)
+        cluster.start()
+        assert server.wait(timeout=FOLLOW_TIMEOUT_S) == 0, logs_of(everyone)
+        assert [w.stop() for w in workers] == [0, 0], logs_of(everyone)
+    assert wait_no_marked_processes(marker) == [], "bot processes left running"
+    assert_no_traceback(everyone)
+    assert outage_lines(server) == (1, 1), server.text()
+    assert "round 2:" in server.text(), server.text()
+    assert ladder_games(url) == ladder_games(f"sqlite:///{tmp_path / 'local.db'}")
