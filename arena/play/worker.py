@@ -76,6 +76,7 @@ GRACE_S = 20.0  # on SIGTERM, how long running games may take to finish (less th
 STALLED_CHECK_CRON = "* * * * * */5"  # the stalled-jobs check: every 5 seconds, on one worker
 RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs again
 POOL_TIMEOUT_S = 5.0  # the longest a queue call waits for a database connection
+RESTART_WAIT_S = 1.0  # before procrastinate's worker is started again after it stopped by itself
 WATCH_S = 2.0  # how often the worker asks the database whether it answers (an outage is said within seconds)
 BOTS_IDLE_S = 300.0  # a tournament's bot processes are stopped after this long without a game of it
 IDLE_CHECK_S = 10.0  # the longest between two looks for such bots
@@ -462,8 +463,8 @@ class QueueWorker:
                         log.info("job %d is left to the stalled-jobs check; taking jobs again once the database "
                                  "answers", self._lost_job)
                         self._lost_job = None
-                    if error is not None:
-                        await asyncio.sleep(outage.failed(error))
+                    # (never at once: a side task failing for another reason would restart it in a loop)
+                    await asyncio.sleep(outage.failed(error) if error is not None else RESTART_WAIT_S)
                     await outage.call(ping, self.store.engine)
                     log.info("worker %s: taking jobs again", self.name)
         except DatabaseUnavailableError as exc:
