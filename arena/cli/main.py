@@ -520,15 +520,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # line and exit 2, as for any unreachable database; anything else is a bug, with its traceback
         if "sqlalchemy" not in sys.modules and "psycopg" not in sys.modules:
             raise
-        from ..store.outage import unreachable
-        from ..store.store import first_line
+        from ..store.outage import reason, unreachable
 
         if not unreachable(exc):
             raise
-        cause = exc
-        while cause.__cause__ is not None:  # procrastinate's wrapper says less than the driver's error
-            cause = cause.__cause__  # type: ignore[assignment]
-        sys.stderr.write(f"{PROG}: error: database unreachable: {one_line(first_line(cause))}\n")
+        sys.stderr.write(f"{PROG}: error: database unreachable: {one_line(reason(exc))}\n")
         return 2
 
 

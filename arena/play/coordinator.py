@@ -3,7 +3,9 @@
 the same transaction that wrote it, then follows the run in the database until every game is
 settled, reporting progress through the same events as a local run (session.py), so the same
 live display shows it. It plays nothing itself, and it never puts a running game back: a game is
-a worker's until that worker finishes it or is found dead by the queue (worker.py).
+a worker's until that worker finishes it or is found dead by the queue (worker.py). Once the run
+has started, a database outage is ridden out for the outage window (store/outage.py), and past
+it the run stops with one line and exit status 2.
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ games are queued in the transaction that schedules them and played by ``arena wo
 (docs/scale-out.md); the server follows the round until every game is settled, brings the
 ratings up to date and only then plans the next round, whose pairings need them. A signal stops
 the following; the queued games stay the workers'.
+
+A database outage (a restart, a failover) is ridden out for the outage window (store/outage.py): a
+queued round's follow loop waits for the database and goes on; a round that fails for it ends, its
+games left for the next round, which plays them first. Past the window the ladder stops with one
+line and exit status 2.
 """
 
 from __future__ import annotations

@@ -452,7 +452,7 @@ class QueueWorker:
                                 first = False
                             await self._procrastinate_worker().run()
                         error: BaseException | None = None
-                    except DATABASE_ERRORS as exc:
+                    except DATABASE_ERRORS as exc:  # its shutdown's writes, on the database it lost
                         error = exc
                     if stopping.is_set() or self._fatal is not None:
                         break
@@ -463,8 +463,12 @@ class QueueWorker:
                         log.info("job %d is left to the stalled-jobs check; taking jobs again once the database "
                                  "answers", self._lost_job)
                         self._lost_job = None
-                    # (never at once: a side task failing for another reason would restart it in a loop)
-                    await asyncio.sleep(outage.failed(error) if error is not None else RESTART_WAIT_S)
+                    # (never at once: a side task failing for another reason would restart it in a loop).
+                    # Its error is not an outage of its own: it may come from the outage the watch
+                    # has seen end already; the database's answer now says whether one goes on
+                    log.info("worker %s: the queue stopped (%s)", self.name,
+                             first_line(error.__cause__ or error) if error is not None else "a job's end was lost")
+                    await asyncio.sleep(RESTART_WAIT_S)
                     await outage.call(ping, self.store.engine)
                     log.info("worker %s: taking jobs again", self.name)
         except DatabaseUnavailableError as exc:

@@ -79,6 +79,13 @@ def unreachable(exc: BaseException) -> bool:
     return False
 
 
+def reason(exc: BaseException) -> str:
+    """The first line of what the driver said (procrastinate's wrapper says only "Database error.")."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return first_line(exc)
+
+
 def ping(engine: Engine) -> None:
     """One round trip to the database (raises what the driver raises when it cannot)."""
     with engine.connect() as conn:
@@ -116,14 +123,14 @@ class Outage:
                 self.down_since, self._tries = now, 0
                 self.outages += 1
                 meanwhile = self.meanwhile or f"retrying for up to {self.window_s:g} s"
-                self.say(f"{PREFIX}database unreachable ({first_line(exc)}); {meanwhile}")
+                self.say(f"{PREFIX}database unreachable ({reason(exc)}); {meanwhile}")
             elapsed = now - self.down_since
             if self.give_up is not None and self.give_up.is_set():
-                raise DatabaseUnavailableError(f"database {self.where} unreachable ({first_line(exc)}) when asked "
+                raise DatabaseUnavailableError(f"database {self.where} unreachable ({reason(exc)}) when asked "
                                                "to stop: stopped without waiting for it") from None
             if elapsed >= self.window_s:
                 raise DatabaseUnavailableError(
-                    f"database {self.where} unreachable for {elapsed:.0f} s ({first_line(exc)}): stopped "
+                    f"database {self.where} unreachable for {elapsed:.0f} s ({reason(exc)}): stopped "
                     f"(the outage window is {self.window_s:g} s: --db-outage or {OUTAGE_ENV})") from None
             wait = BACKOFF_S[min(self._tries, len(BACKOFF_S) - 1)]
             self._tries += 1
@@ -172,5 +179,5 @@ class Outage:
             return result
 
 
-__all__ = ["DEFAULT_OUTAGE_S", "OUTAGE_ENV", "DatabaseUnavailableError", "Outage", "ping", "set_window", "unreachable",
+__all__ = ["DEFAULT_OUTAGE_S", "OUTAGE_ENV", "DatabaseUnavailableError", "Outage", "ping", "reason", "set_window", "unreachable",
            "window_s"]

@@ -262,7 +262,7 @@ def test_connections_cut_under_running_workers_lose_and_duplicate_nothing(
                  lambda: f"an empty queue\n{play_jobs(pg_url)}\n{log_text(logs)}", poll_s=0.2)
     finally:
         stop(procs)
-    assert all(code != 0 for code in exits), f"a worker exited 0 without being stopped: {exits}"
+    assert exits == [], f"a worker exited without being stopped (it rides cut connections out): {exits}"
     assert wait_no_marked_processes(marker) == []
     assert play_jobs(pg_url) == [], "jobs left in the queue"
     assert_same_as(reference, pg_url)
