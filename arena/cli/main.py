@@ -101,7 +101,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from ..play.worker import WorkerSettings, run_worker
 
     given = {"heartbeat_s": args.heartbeat, "stalled_after_s": args.stalled_after, "grace_s": args.grace,
-             "bots_idle_s": args.bots_idle}
+             "bots_idle_s": args.bots_idle, "pause_s": args.pause_check}
     settings = WorkerSettings(args.db, args.concurrency, Path(args.logs) if args.logs else None, name=args.name or "",
                               **{key: value for key, value in given.items() if value is not None})
     return run_async(args, lambda: run_worker(settings))
@@ -413,6 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="the worker's name in `arena status` (default host:pid)")
     p.add_argument("--bots-idle", type=float, metavar="S", help="seconds a tournament's bot processes are kept "
                    "without a game of it before they are stopped (default 300)")
+    p.add_argument("--pause-check", type=float, metavar="S", help="after a platform fault (a full disk under "
+                   "--logs) the worker takes no games and checks again after S seconds, doubling the wait up to "
+                   "12 times S (default 5)")
     add_metrics_argument(p)
     add_outage_argument(p)
     p.set_defaults(func=cmd_worker)

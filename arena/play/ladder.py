@@ -12,6 +12,8 @@ Games left pending or running by an earlier serve are played first, as the round
 
 SIGTERM or SIGINT: no new round; the running games finish, unstarted ones stay pending for the
 next start; a second signal abandons the running games too (back to pending). Exit status 0.
+A platform fault (a full disk under the bot logs: PlatformFault) stops the ladder the same way,
+with one line and exit status 4; the next start plays what is left.
 
 With ``queue`` (``arena serve --queue``, PostgreSQL) the server plays nothing itself: each round's
 games are queued in the transaction that schedules them and played by ``arena worker`` processes
@@ -40,6 +42,8 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
 from sqlalchemy import Connection
+
+from referee.errors import PlatformFault
 
 from ..config import ConfigError, LadderConfig, TournamentConfig
 from ..errors import ArenaError, UsageError, shown
@@ -176,6 +180,12 @@ class LadderServer:
             # our own cancellation (second signal): the runner has put the running games back to pending
         except DatabaseUnavailableError as exc:
             self.fatal = exc
+            self.stop()
+        except PlatformFault as fault:  # no round can be played here until it is fixed: one line, exit 4
+            log.warning("ladder stopped: platform fault (%s): %s", fault.condition, fault, extra={"tournament": self.tid})
+            self.console.print(f"[red]ladder stopped: platform fault ({fault.condition}): {fault}; the round's games "
+                               "left are played at the next start, none of it a bot's failure", soft_wrap=True)
+            self.status = fault.exit_status
             self.stop()
         except Exception as exc:
             if unreachable(exc):

@@ -8,7 +8,9 @@ is a game result; only the referee's own failures raise, and the job is retried 
 attempts run out (then the game is failed with the reason). On SIGTERM or SIGINT running games get
 ``grace_s`` to finish; then they are aborted, put back to pending and queued again. A job its run
 withdraws (procrastinate's abort: ``arena compare --queue`` past its verdict deletes the game's row
-and aborts the job) stops its game at once and is not retried.
+and aborts the job) stops its game at once and is not retried. A game the platform could not play
+(a PlatformFault: a full disk under ``--logs``) goes back to pending and its job is retried by
+another worker, while this one pauses until the condition clears (pause.py).
 """
 
 from __future__ import annotations
@@ -48,9 +50,10 @@ from ..metrics import WORKER_JOBS
 from ..store.outage import DatabaseUnavailableError, Outage, ping, unreachable
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line, known_revisions
 from .archives import ArchiveCache
+from .claimed import MAX_ATTEMPTS, MAX_PLATFORM_FAULTS, ClaimedGames, Failed, Faulted, NotOurs
 from .executor import InProcessExecutor, SeatBot
-from .job_status import SteadyJobManager
 from .live import LiveWriter
+from .pause import PAUSE_S, PausingJobManager, WorkerPause
 from .queue import (
     PLAY_TASK,
     QUEUE_PREFIX,
@@ -66,7 +69,7 @@ from .queue import (
     schema_head,
 )
 from .rate import apply_ratings
-from .runner import MAX_ATTEMPTS, seat_bots
+from .runner import seat_bots
 from .sandbox import arena_launcher, arena_packages
 
 log = logging.getLogger(__name__)
@@ -89,6 +92,12 @@ class GameInfrastructureError(ArenaError):
     exit_status = 1
 
 
+class GamePlatformFault(GameInfrastructureError):
+    """The platform could not play the job's game (a PlatformFault: a full disk under the bot logs):
+    the job is retried as for the referee's failure, by another worker, this one being paused
+    (pause.py); the game's own count of such faults bounds it (claimed.py)."""
+
+
 # A store call that failed for these ran into the database, not into the game: the job runs again
 # (the game is either stored or still this job's, the attempt guard decides) however often it happens.
 DATABASE_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError,
@@ -97,11 +106,13 @@ DATABASE_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, p
 
 class WithdrawnWithoutTraceback(logging.Filter):
     """procrastinate logs a job's end at INFO with its exception's traceback, also for a game its
-    run withdrew (``JobAborted``, expected: a comparison past its verdict); that line keeps its
-    text ("ended with status: Aborted") and loses the traceback, which said nothing more."""
+    run withdrew (``JobAborted``, expected: a comparison past its verdict) and for a game the
+    platform could not play (``GamePlatformFault``: its one line was logged, the worker pauses);
+    that line keeps its text ("ended with status: Aborted") and loses the traceback, which said
+    nothing more."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], queue_errors.JobAborted):
+        if record.exc_info and isinstance(record.exc_info[1], (queue_errors.JobAborted, GamePlatformFault)):
             record.exc_info, record.exc_text = None, None
         return True
 
@@ -138,6 +149,7 @@ class WorkerSettings:
     grace_s: float = GRACE_S
     name: str = ""  # host:pid by default
     bots_idle_s: float = BOTS_IDLE_S
+    pause_s: float = PAUSE_S  # after a platform fault: the first wait before the condition is checked again
 
     def problems(self) -> list[str]:
         """One line per bad setting."""
@@ -152,18 +164,9 @@ class WorkerSettings:
                           f"({self.stalled_after_s:g} s): a stopping worker sends no heartbeat")
         if not self.bots_idle_s > 0:
             errors.append(f"--bots-idle must be above 0 s, not {self.bots_idle_s:g}")
+        if not self.pause_s > 0:
+            errors.append(f"--pause-check must be above 0 s, not {self.pause_s:g}")
         return errors
-
-
-def game_time_bound_s(setup: GameSetup) -> float:
-    """A bound on one game's wall time from its time control (a game that takes longer is hung:
-    the referee's fault). Every seat's start-up, then every play at its full move time, grace and
-    bank, with room to spare: it only has to be finite."""
-    tc, options = setup.time_control, setup.options
-    plays = options.max_deals * 52  # at most a whole deck per deal
-    per_play_ms = tc.move_time_ms + tc.grace_ms + tc.bank_increment_ms + 1000  # + 1 s of transport
-    seats = options.players
-    return 60.0 + (seats * (tc.startup_time_ms + tc.bank_initial_ms) + plays * per_play_ms) / 1000
 
 
 def check_schema(url: str) -> None:
@@ -194,11 +197,15 @@ def check_schema(url: str) -> None:
 @contextlib.contextmanager
 def counted_job(task: str) -> Iterator[None]:
     """One job of ``task`` in ``arena_worker_jobs_total``: ok, retry (the referee's failure, run
-    again), interrupted (the worker's shutdown) or error."""
+    again), platform (a platform fault: run again elsewhere, this worker pauses), interrupted (the
+    worker's shutdown) or error."""
     outcome = "error"
     try:
         yield
         outcome = "ok"
+    except GamePlatformFault:
+        outcome = "platform"
+        raise
     except GameInfrastructureError:
         outcome = "retry"
         raise
@@ -234,7 +241,11 @@ class QueueWorker:
             conninfo=libpq_url(settings.database), timeout=POOL_TIMEOUT_S, min_size=1,
             max_size=settings.concurrency + 2))
         # a job's end is written again when its connection breaks; a worker that still cannot stops
-        self.app.job_manager = SteadyJobManager(self.app.connector, self._status_lost, self._database_down)
+        # a platform fault pauses the worker: its job manager fetches nothing until the fault clears
+        self.pause = WorkerPause(self.name, self._pause_folders, lambda: self.store,
+                                 lambda: self._worker.worker_id if self._worker is not None else None, settings.pause_s)
+        self.app.job_manager = PausingJobManager(self.app.connector, self._status_lost, self.pause)
+        self.app.job_manager.database_down = self._database_down  # during an outage: one try of a job's end
         self._worker: procrastinate.worker.Worker | None = None  # while run() runs
         self._lost_job: int | None = None  # a job whose end could not be written: procrastinate's worker stops
         self._fatal: DatabaseUnavailableError | None = None  # the database stayed away past the outage window
@@ -292,54 +303,39 @@ class QueueWorker:
             return len(stalled)
 
     async def play(self, job_id: int, args: dict[str, Any]) -> str:
-        """Play the job's game unless it is settled or another job's; what happened, for the log."""
+        """Play the job's game unless it is settled or another job's; what happened, for the log.
+        Its life once claimed is claimed.py's; a game to retry raises GameInfrastructureError."""
         assert self.store is not None
         store = self.store
         job = GameJob.from_args(args)
         task = await asyncio.to_thread(store.claim_game, job.game_id, job_id, self.name)
         if task is None:
             return f"game {job.number} of tournament {job.tournament_id}: nothing to play (settled or another job's)"
-        try:
+
+        async def play(setup: GameSetup, observe: Observer | None) -> GameReport:
             # a bot's files come from this machine's archive cache (unpacked on first use): a
             # refused or missing archive is the referee's failure, retried and then recorded
             by_position = await asyncio.to_thread(seat_bots, store, job.tournament_id, False, self.archives,
                                                   self._packages(job))
-            seats = [by_position[p] for p in task.seat_bots]
-            observe = self.live.observer(task) if self.live is not None else None
-            async with asyncio.timeout(game_time_bound_s(job.setup)):
-                report = await self._play_on_executor(job, seats, observe)
-        except asyncio.CancelledError:
-            if self.live is not None:
-                self.live.forget(task)
-            # the worker is stopping and the grace is over: the game goes back to pending, and
-            # procrastinate puts this job back in the queue (GameRetry) to play it again
-            await asyncio.shield(asyncio.to_thread(store.fail, task, "interrupted by a worker's shutdown; to be "
-                                                   "replayed", True))
-            raise
-        except Exception as exc:  # the referee's own failure, or a game past its time bound
-            error = ("the game took longer than its time control allows (hung)" if isinstance(exc, TimeoutError)
-                     else f"{type(exc).__name__}: {exc}")
-            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt,
-                          extra=_log_fields(job_id, job, task.attempt, error))
-            if self.live is not None:
-                await self.live.done(task)
-            final = task.attempt >= MAX_ATTEMPTS
-            await asyncio.to_thread(store.fail, task, error, not final,
-                                    (lambda conn: defer_rating(self._deferrer, conn, job.tournament_id)) if final
-                                    else None)
-            if final:
-                return f"game {task.number}: failed after {task.attempt} attempts: {error}"
-            raise GameInfrastructureError(error) from exc
-        if self.live is not None:
-            await self.live.done(task)  # no write of its row after the one that deletes it
-        stored = await asyncio.to_thread(store.finish, task, report.result, report.record,
-                                         lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
-        if not stored:
-            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt,
-                        extra=_log_fields(job_id, job, task.attempt, "no longer ours"))
+            return await self._play_on_executor(job, [by_position[p] for p in task.seat_bots], observe)
+
+        # interrupted: the worker is stopping and the grace is over; the game goes back to pending,
+        # and procrastinate puts this job back in the queue (GameRetry) to play it again
+        games = ClaimedGames(store, asyncio.to_thread, log, self.live,
+                             "interrupted by a worker's shutdown; to be replayed")
+        outcome = await games.play(task, lambda: job.setup, play, {"job_id": job_id, "tournament": job.tournament_id},
+                                   lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
+        if isinstance(outcome, NotOurs):
             return f"game {task.number}: attempt {task.attempt} was no longer ours"
-        log.info("game %d of tournament %d stored (attempt %d): %s", task.number, job.tournament_id, task.attempt,
-                 report.result.reason, extra=_log_fields(job_id, job, task.attempt, report.result.reason))
+        if isinstance(outcome, Failed):
+            if outcome.final:
+                return f"game {task.number}: failed after {task.attempt} attempts: {outcome.error}"
+            raise GameInfrastructureError(outcome.error) from outcome.cause
+        if isinstance(outcome, Faulted):  # the platform's: this worker pauses, another plays the game
+            self.pause.enter(outcome.fault)
+            if outcome.final:
+                return f"game {task.number}: failed for the operator after {MAX_PLATFORM_FAULTS} platform faults"
+            raise GamePlatformFault(f"platform fault ({outcome.fault.condition}): {outcome.fault}") from None
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
 
     async def _play_on_executor(self, job: GameJob, seats: list[SeatBot], observe: Observer | None) -> GameReport:
@@ -376,6 +372,10 @@ class QueueWorker:
                                 type(exc).__name__, exc)
                 else:
                     log.info("stopped the bots of tournament %d: no game of it for %g s", key[0], idle_s)
+
+    def _pause_folders(self) -> list[Path]:
+        """Where a paused worker checks that it can write again: its bot logs and archive cache."""
+        return [self._logs_root or Path(tempfile.gettempdir()), self.archives.root]
 
     def _packages(self, job: GameJob) -> Packages:
         """How this worker builds and runs the job's bot packages (its sandbox and runtimes)."""
@@ -477,6 +477,7 @@ class QueueWorker:
             for task in (watch, retire):
                 task.cancel()
             await asyncio.gather(watch, retire, return_exceptions=True)
+            await self.pause.close()
             self.live = None
             self._worker = None
             for each in (signal.SIGTERM, signal.SIGINT):
@@ -526,12 +527,6 @@ class QueueWorker:
             sys.stderr.flush()
 
 
-def _log_fields(job_id: int, job: GameJob, attempt: int, reason: str) -> dict[str, object]:
-    """A game job's log fields (docs/operations.md, "Logs"): ids, the game's attempt, what happened."""
-    return {"job_id": job_id, "game_id": job.setup.game_id, "game": job.number, "tournament": job.tournament_id,
-            "attempt": attempt, "reason": reason}
-
-
 async def run_worker(settings: WorkerSettings) -> int:
     """``arena worker``: check the settings and the database, then work until stopped."""
     require_postgresql(settings.database, "arena worker")
@@ -542,5 +537,5 @@ async def run_worker(settings: WorkerSettings) -> int:
     return await QueueWorker(settings).run()
 
 
-__all__ = ["GameInfrastructureError", "QueueWorker", "WorkerSettings", "check_schema", "game_time_bound_s",
+__all__ = ["GameInfrastructureError", "GamePlatformFault", "QueueWorker", "WorkerSettings", "check_schema",
            "run_worker"]

@@ -16,6 +16,7 @@ A tournament file's ``[runtimes.NAME]`` tables add runtimes or replace these (``
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -190,7 +191,7 @@ def describe(runtimes: Mapping[str, Runtime]) -> list[str]:
     lines: list[str] = []
     for runtime in runtimes.values():
         lines.append(f"{runtime.name}: {runtime.description}")
-        offers = [*_probed(runtime), *runtime.offers]
+        offers = offered(runtime)
         if offers:
             lines.append(f"  offers: {', '.join(offers)}")
         if runtime.folders:
@@ -201,6 +202,14 @@ def describe(runtimes: Mapping[str, Runtime]) -> list[str]:
         if runtime.problem:
             lines.append(f"  cannot run here: {runtime.problem}")
     return lines
+
+
+@functools.lru_cache(maxsize=32)
+def offered(runtime: Runtime) -> tuple[str, ...]:
+    """What a runtime offers, for people: the versions of a default runtime's tools probed here
+    (Node.js's, the C++ compiler's), then its ``offers``; what `referee runtimes` (text and JSON)
+    and the web's /submit page list. Probed once per runtime in a process."""
+    return (*_probed(runtime), *runtime.offers)
 
 
 def install_node_packages() -> str | None:
@@ -249,8 +258,12 @@ def _probed(runtime: Runtime) -> list[str]:
     if runtime.name == "node":
         return [v for v in [_first_line(["node", "--version"], "Node.js ")] if v]
     if runtime.name == "native":
-        return [v for v in [_first_line(["g++", "--version"]), _first_line(["pkg-config", "--modversion", "grpc++"],
-                                                                            "gRPC C++ ")] if v]
+        # pkgconf walks grpc++'s whole tree of requirements (abseil's hundred .pc files) for its
+        # version: a second of CPU, past PROBE_TIMEOUT_S on a loaded machine, so that one run
+        # listed gRPC and the next did not; its own package is enough (else pkg-config's way)
+        grpc = (_first_line(["pkg-config", "--modversion", "--maximum-traverse-depth=1", "grpc++"], "gRPC C++ ")
+                or _first_line(["pkg-config", "--modversion", "grpc++"], "gRPC C++ "))
+        return [v for v in [_first_line(["g++", "--version"]), grpc] if v]
     return []
 
 

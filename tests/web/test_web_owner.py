@@ -7,6 +7,7 @@ another bot's notes, until the tournament makes notes public (and never the erro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,14 @@ import pytest
 from starlette.testclient import TestClient
 
 from arena.config import load_config
-from arena.store.models import Submission, SubmissionStatus, User
+from arena.store.models import Game, Submission, SubmissionStatus, User
 from arena.store.store import Store
 from arena.store.users import add_user
+from referee.bots.cpu import proc_metering_problem
 from tests.arena_support import run_arena, write_tournament
 from tests.conftest import ROOT
 from tests.referee.test_bot_reports import CRASHING, NOTING, package
+from tests.support import run_referee
 from tests.web.web_support import client_for
 
 TIMEOUT_S = 300
@@ -126,3 +129,87 @@ def test_public_notes_show_every_bots_notes_to_everyone_but_never_an_error(tmp_p
     finally:
         played["path"].write_text(text, encoding="utf-8")
         run_arena("run", str(played["path"]), timeout=TIMEOUT_S, env=played["caches"])
+
+
+def test_arena_show_prints_a_noting_bots_notes_as_referee_replay_does(played: dict[str, Any],
+                                                                      tmp_path: Path) -> None:
+    """`arena show FILE N` of a game of the noting bot prints each play's note under it, the same
+    lines `referee replay` prints from that game's record."""
+    store = Store(played["db"], read_only=True)
+    try:
+        tid = store.tournament_id("cup")
+        assert tid is not None
+        noting = next(b.position for b in store.bots(tid) if b.name == "noting")
+        game = next(g for g in store.games(tid) if noting in g.seat_bots and g.status == "done")
+        with store.session() as s:
+            text = s.query(Game.record).filter(Game.tournament_id == tid, Game.number == game.number).scalar()
+    finally:
+        store.close()
+    record = tmp_path / "game.json"
+    record.write_text(text, encoding="utf-8")
+    shown = run_arena("show", str(played["path"]), str(game.number), timeout=120)
+    replayed = run_referee("replay", str(record), timeout=120)
+    assert shown.returncode == 0 and replayed.returncode == 0, shown.stderr + replayed.stderr
+
+    def said(out: str) -> list[str]:
+        return [line.strip() for line in out.splitlines() if line.startswith("      note: ")
+                or line.startswith("      bot error: ")]
+
+    notes = [line for line in said(shown.stdout) if line.startswith("note: ")]
+    assert notes and all(re.fullmatch(r"note: play \S+ x+", line) for line in notes), said(shown.stdout)[:5]
+    assert said(shown.stdout) == said(replayed.stdout)
+
+
+CRASH_EVERY_GAME = '''import os
+from casino_bot import CasinoBot, run
+
+
+class Crash(CasinoBot):
+    name = "crash"
+
+    def choose(self, turn):
+        os._exit(3)  # its process dies at its first move of every game
+
+
+if __name__ == "__main__":
+    run(Crash())
+'''
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A tournament of a bot whose process dies at its first move and the random bot (2 games);
+    an operator's token."""
+    folder = tmp_path_factory.mktemp("crashed")
+    folder.chmod(0o755)
+    caches = {"ARENA_ARCHIVE_CACHE": str(folder / "archives"), "CASINO_BUILD_CACHE": str(folder / "builds")}
+    path = write_tournament(folder / "cup.toml", {"name": "cup", "games_per_pairing": 2},
+                            [{"name": "crash", "package": str(package(folder / "crash", CRASH_EVERY_GAME))},
+                             {"name": "random", "package": str(ROOT / "sample_bots" / "random")}],
+                            {"move_ms": 2000, "startup_ms": 20000})
+    done = run_arena("run", str(path), timeout=TIMEOUT_S, env=caches)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    db = load_config(path).database
+    store = Store(db)
+    try:
+        token = add_user(store, "op", operator=True)
+    finally:
+        store.close()
+    return {"db": db, "token": token}
+
+
+def test_the_owner_page_counts_a_crash_streak_forfeits_and_cpu_times(crashed: dict[str, Any]) -> None:
+    headers = {"authorization": f"Bearer {crashed['token']}", "accept": "application/json"}
+    for web in client_for(crashed["db"]):
+        (crash,) = web.get("/t/cup/owner/crash.json", headers=headers).json()["versions"]
+        figures = crash["figures"]
+        assert figures["games_read"] == 2, figures
+        assert figures["crash_streak"] == {"now": 2, "longest": 2}, "every game it played, a crash"
+        assert figures["forfeits_per_100_games"] == 100.0
+        assert all(g["failures"] and g["failures"][0]["forfeit"] for g in crash["games"]), crash["games"]
+        (random,) = web.get("/t/cup/owner/random.json", headers=headers).json()["versions"]
+        figures = random["figures"]
+        assert figures["crash_streak"] == {"now": 0, "longest": 0} and figures["forfeits_per_100_games"] == 0
+        if proc_metering_problem() is None:
+            cpu = figures["cpu_ms"]
+            assert cpu["p50"] is not None and cpu["p50"] > 0 and cpu["p99"] >= cpu["p50"], figures

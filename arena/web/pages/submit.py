@@ -24,7 +24,7 @@ from starlette.types import Message
 from referee.packages.archive import ArchiveError, CheckedArchive, check_archive
 from referee.packages.load import manifest_of
 from referee.packages.manifest import PackageError
-from referee.packages.runtimes import Runtime
+from referee.packages.runtimes import Runtime, offered
 
 from ...config import PACKAGE_SPEC
 from ...errors import one_line, quoted
@@ -71,8 +71,8 @@ def _submit_page(request: Request, user: UserRow, ladder: str, error: str | None
     rows = submissions_of(store_of(request), user.id)
     limit = _settings(request).max_upload_bytes
     return page(request, "submit.html", {
-        "runtimes": [{"name": r.name, "description": r.description, "offers": list(r.offers), "problem": r.problem}
-                     for r in request.app.state.runtimes.values()],
+        "runtimes": [{"name": r.name, "description": r.description, "offers": list(offered(r)),
+                      "problem": r.problem} for r in request.app.state.runtimes.values()],
         "kits": kit_list(request),
         "ladder": ladder, "user": user.name, "next_bot": bot_name(user.name, _next_version(rows, ladder)),
         "max_upload_bytes": limit, "max_upload": f"{limit / MIB:g} MiB", "error": error,
