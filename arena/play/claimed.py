@@ -34,7 +34,8 @@ from referee.match.game import Observer
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 
-from ..store.store import GameTask, Store
+from ..store.outage import unreachable
+from ..store.store import GameTask, Store, first_line
 from .live import LiveWriter
 
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
@@ -118,8 +119,11 @@ class ClaimedGames:
             return Faulted(fault, bool(failed))
         except Exception as exc:  # the referee's own failure, not a bot's: retry, then give up
             error = HUNG if isinstance(exc, _Hung) else f"{type(exc).__name__}: {exc}"
-            self.log.exception("game %d (attempt %d) could not be played", task.number, task.attempt,
-                               extra=self._fields(task, setup, fields, error))
+            # the database gone (an outage, said once by the process: store/outage.py): no traceback per game
+            outage = unreachable(exc)
+            self.log.log(logging.WARNING if outage else logging.ERROR, "game %d (attempt %d) could not be played%s",
+                         task.number, task.attempt, f": {first_line(exc)}" if outage else "", exc_info=not outage,
+                         extra=self._fields(task, setup, fields, error))
             if live is not None:
                 await live.done(task)
             final = task.attempt - task.faults >= MAX_ATTEMPTS  # the platform's attempts are not the referee's
