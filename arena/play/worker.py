@@ -137,6 +137,27 @@ class GameRetry(procrastinate.RetryStrategy):
         return super().get_retry_decision(exception=exception, job=job)
 
 
+async def retry_stalled(app: procrastinate.App, job: procrastinate.jobs.Job) -> None:
+    """Put a stalled job back in the queue. A job waiting under its queueing lock (a rating pass
+    deferred by a game stored while the stalled one ran; a game queued again by a resumed
+    coordinator) would make that retry a duplicate key, and it waits on the stalled one's lock, so
+    neither would ever run and every later stalled job would stay stalled behind the error: the
+    waiting duplicate is deleted first (the stalled job does the same work: the same game, or a
+    rating pass of everything stored), in the retry's transaction."""
+    if job.queueing_lock is None:
+        await app.job_manager.retry_job(job)
+        return
+    assert job.id is not None
+    async with app.connector.pool.connection() as conn, conn.transaction():  # type: ignore[attr-defined]
+        dropped = await conn.execute(
+            "DELETE FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo' AND id <> %s",
+            (job.queueing_lock, job.id))
+        await conn.execute("SELECT procrastinate_retry_job_v2(%s, NULL, NULL, NULL, NULL)", (job.id,))
+    if dropped.rowcount:
+        log.info("job %s: its duplicate waiting under queueing lock %s was deleted; the job itself runs again",
+                 job.id, job.queueing_lock, extra={"job_id": job.id})
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     """How one ``arena worker`` process runs (its command line)."""
@@ -296,10 +317,17 @@ class QueueWorker:
             # procrastinate's documented recipe: jobs of workers whose heartbeat stopped run again
             stalled = list(await context.app.job_manager.get_stalled_jobs(
                 seconds_since_heartbeat=self.settings.stalled_after_s))
+            failed: BaseException | None = None
             for job in stalled:
                 log.warning("retrying job %s (%s): its worker stopped sending heartbeats", job.id, job.task_name,
                             extra={"job_id": job.id})
-                await context.app.job_manager.retry_job(job)
+                try:
+                    await retry_stalled(context.app, job)
+                except Exception as exc:  # noqa: BLE001 - the others are retried all the same; the next check tries it
+                    log.warning("job %s: could not be retried: %s", job.id, first_line(exc), extra={"job_id": job.id})
+                    failed = exc
+            if failed is not None:
+                raise failed
             return len(stalled)
 
     async def play(self, job_id: int, args: dict[str, Any]) -> str:

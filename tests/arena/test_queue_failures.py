@@ -559,3 +559,36 @@ def test_a_bot_that_crashes_or_hangs_in_a_queued_game_is_a_result_not_a_job_fail
         kinds = {f["kind"] for f in result["failures"]}
         assert kinds and all(f["forfeit"] for f in result["failures"]), (number, result)
     assert play_jobs(pg_url) == [], "every job succeeded (and was deleted)"
+
+
+def test_a_stalled_job_whose_queueing_lock_a_waiting_duplicate_holds_is_retried_and_so_are_the_others(
+        pg_url: str) -> None:
+    """A worker gone mid rating pass leaves its job "doing"; a game stored meanwhile queued the next
+    pass under the same queueing lock (and lock). Retrying the stalled one used to raise a duplicate
+    key, which ended the whole check: the stalled game jobs after it were never retried and the
+    waiting pass never ran (its lock held by the stalled one). Seen as a hang after an outage."""
+    from arena.play.queue import RATE_TASK, queue_name, rate_lock
+    from arena.play.worker import QueueWorker, WorkerSettings, retry_stalled
+
+    Store(pg_url).close()  # the arena's tables and the queue's
+    queue = queue_name()
+    lock = rate_lock(1)
+    rows = query(libpq(pg_url), (
+        "INSERT INTO procrastinate_jobs (queue_name, task_name, lock, queueing_lock, args, status) VALUES "
+        f"('{queue}', '{RATE_TASK}', '{lock}', NULL, '{{}}', 'doing'), "
+        f"('{queue}', '{RATE_TASK}', '{lock}', '{lock}', '{{}}', 'todo'), "
+        f"('{queue}', '{PLAY_TASK}', 'g', 'arena-game-1', '{{}}', 'doing') RETURNING id"))
+    stalled_rate, waiting, stalled_game = (row[0] for row in rows)
+    query(libpq(pg_url), f"UPDATE procrastinate_jobs SET queueing_lock = '{lock}' WHERE id = {stalled_rate}")
+
+    async def check() -> None:
+        worker = QueueWorker(WorkerSettings(database=pg_url))
+        async with worker.app.open_async():
+            stalled = list(await worker.app.job_manager.get_stalled_jobs(seconds_since_heartbeat=1))
+            assert {job.id for job in stalled} == {stalled_rate, stalled_game}
+            for job in stalled:
+                await retry_stalled(worker.app, job)
+
+    asyncio.run(check())
+    states = dict(query(libpq(pg_url), "SELECT id, status FROM procrastinate_jobs"))
+    assert states == {stalled_rate: "todo", stalled_game: "todo"}, (states, waiting)
