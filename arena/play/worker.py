@@ -350,7 +350,7 @@ class QueueWorker:
         # interrupted: the worker is stopping and the grace is over; the game goes back to pending,
         # and procrastinate puts this job back in the queue (GameRetry) to play it again
         games = ClaimedGames(store, asyncio.to_thread, log, self.live,
-                             "interrupted by a worker's shutdown; to be replayed")
+                             "interrupted by a worker's shutdown; to be replayed", lambda: self._not_ours_level(job_id))
         outcome = await games.play(task, lambda: job.setup, play, {"job_id": job_id, "tournament": job.tournament_id},
                                    lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
         if isinstance(outcome, NotOurs):
@@ -365,6 +365,23 @@ class QueueWorker:
                 return f"game {task.number}: failed for the operator after {MAX_PLATFORM_FAULTS} platform faults"
             raise GamePlatformFault(f"platform fault ({outcome.fault.condition}): {outcome.fault}") from None
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
+
+    async def _not_ours_level(self, job_id: int) -> int:
+        """The level of the line of a game result dropped as no longer ours. This worker was too late
+        (frozen past the stall threshold: its job was retried): when another worker has ended the
+        job, the job's end says so once, at INFO (job_status.py), and this line is DEBUG; when
+        another worker plays it now, this line is that INFO one; otherwise (nothing should have
+        taken the game), a WARNING."""
+        try:
+            row = await self.app.connector.execute_query_one_async(
+                "SELECT status, worker_id FROM procrastinate_jobs WHERE id = %(id)s", id=job_id)
+        except Exception as exc:  # noqa: BLE001 - the database gone again: say it as it was
+            log.debug("job %d: could not read its status: %s", job_id, first_line(exc))
+            return logging.WARNING
+        if row is None or row["status"] != "doing":  # ended (a success is deleted) by the worker that replayed it
+            return logging.DEBUG
+        mine = self._worker.worker_id if self._worker is not None else None
+        return logging.INFO if row["worker_id"] != mine else logging.WARNING
 
     async def _play_on_executor(self, job: GameJob, seats: list[SeatBot], observe: Observer | None) -> GameReport:
         """Play on the job's executor, counted as in use meanwhile (``_retire_idle``)."""
