@@ -152,7 +152,7 @@ async def retry_stalled(app: procrastinate.App, job: procrastinate.jobs.Job) -> 
         dropped = await conn.execute(
             "DELETE FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo' AND id <> %s",
             (job.queueing_lock, job.id))
-        await conn.execute("SELECT procrastinate_retry_job_v2(%s, NULL, NULL, NULL, NULL)", (job.id,))
+        await conn.execute("SELECT procrastinate_retry_job_v2(%s, now(), NULL, NULL, NULL)", (job.id,))
     if dropped.rowcount:
         log.info("job %s: its duplicate waiting under queueing lock %s was deleted; the job itself runs again",
                  job.id, job.queueing_lock, extra={"job_id": job.id})
