@@ -373,11 +373,12 @@ class QueueWorker:
         another worker plays it now, this line is that INFO one; otherwise (nothing should have
         taken the game), a WARNING."""
         try:
-            row = await self.app.connector.execute_query_one_async(
+            rows = await self.app.connector.execute_query_all_async(
                 "SELECT status, worker_id FROM procrastinate_jobs WHERE id = %(id)s", id=job_id)
         except Exception as exc:  # noqa: BLE001 - the database gone again: say it as it was
             log.debug("job %d: could not read its status: %s", job_id, first_line(exc))
             return logging.WARNING
+        row = rows[0] if rows else None
         if row is None or row["status"] != "doing":  # ended (a success is deleted) by the worker that replayed it
             return logging.DEBUG
         mine = self._worker.worker_id if self._worker is not None else None
