@@ -6,7 +6,9 @@ then ``play_claimed`` plays it within its time bound (``GameSetup.time_bound_s``
 longest game and the clock), writing its plays to the live table meanwhile, and settles it:
 
 - played: stored with its result and record, only if this attempt still owns the game;
-  otherwise the result is dropped ("no longer ours": another attempt owns it now);
+  otherwise the result is dropped ("no longer ours": another attempt owns it now), a WARNING
+  unless the caller's ``not_ours`` says whose doing it was and at what level (a queue worker
+  too late for its job, which another worker ended: once, at INFO, by the job's end);
 - cancelled (a stop that cut it off): put back to pending, to be played again from the start;
 - the referee's own failure (or a game past its time bound): back to pending while the game has
   attempts left (``MAX_ATTEMPTS``, not counting the platform's), else failed with the reason;
@@ -34,7 +36,8 @@ from referee.match.game import Observer
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 
-from ..store.store import GameTask, Store
+from ..store.outage import unreachable
+from ..store.store import GameTask, Store, first_line
 from .live import LiveWriter
 
 MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
@@ -44,6 +47,7 @@ HUNG = "the game took longer than its time control allows (hung)"
 DbCall = Callable[..., Awaitable[Any]]  # runs a store call off the event loop: (fn, *args) -> its result
 Play = Callable[[GameSetup, Observer | None], Awaitable[GameReport]]  # plays the game, reports it
 Then = Callable[[Connection], None]  # runs in the transaction that settles the game (the queue's rating pass)
+NotOursLevel = Callable[[], Awaitable[int]]  # the level of a dropped result's line (the caller knows why it was)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +88,16 @@ Outcome = Played | NotOurs | Failed | Faulted
 class ClaimedGames:
     """How one process settles the games it claims: its store, how a store call leaves the loop
     (``db``), its live writer, the logger its lines go to (the caller's: operators filter on it),
-    the log fields of all its games, and the error an interrupted game is put back with."""
+    the log fields of all its games, the error an interrupted game is put back with, and the
+    level of a dropped result's line (``not_ours``; WARNING without it: nothing should have taken
+    the game from this attempt)."""
 
     store: Store
     db: DbCall
     log: logging.Logger
     live: LiveWriter | None = None
     interrupted: str = "interrupted; to be replayed"
+    not_ours: NotOursLevel | None = None
 
     async def play(self, task: GameTask, setup_of: Callable[[], GameSetup], play: Play,
                    fields: dict[str, object] | None = None, then: Then | None = None) -> Outcome:
@@ -118,8 +125,11 @@ class ClaimedGames:
             return Faulted(fault, bool(failed))
         except Exception as exc:  # the referee's own failure, not a bot's: retry, then give up
             error = HUNG if isinstance(exc, _Hung) else f"{type(exc).__name__}: {exc}"
-            self.log.exception("game %d (attempt %d) could not be played", task.number, task.attempt,
-                               extra=self._fields(task, setup, fields, error))
+            # the database gone (an outage, said once by the process: store/outage.py): no traceback per game
+            outage = unreachable(exc)
+            self.log.log(logging.WARNING if outage else logging.ERROR, "game %d (attempt %d) could not be played%s",
+                         task.number, task.attempt, f": {first_line(exc)}" if outage else "", exc_info=not outage,
+                         extra=self._fields(task, setup, fields, error))
             if live is not None:
                 await live.done(task)
             final = task.attempt - task.faults >= MAX_ATTEMPTS  # the platform's attempts are not the referee's
@@ -128,8 +138,9 @@ class ClaimedGames:
         if live is not None:
             await live.done(task)  # no write of its row after the one that deletes it
         if not await self.db(store.finish, task, report.result, report.record, then):
-            self.log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt,
-                             extra=self._fields(task, setup, fields, "no longer ours"))
+            level = await self.not_ours() if self.not_ours is not None else logging.WARNING
+            self.log.log(level, "game %d attempt %d was no longer ours; result dropped", task.number, task.attempt,
+                         extra=self._fields(task, setup, fields, "no longer ours"))
             return NotOurs(report)
         self.log.info("game %d stored (attempt %d): %s", task.number, task.attempt, report.result.reason,
                       extra=self._fields(task, setup, fields, report.result.reason))

@@ -29,6 +29,7 @@ from referee.errors import PlatformFault
 
 from ..metrics import WORKER_PAUSED, WORKER_PAUSES
 from ..store.models import utcnow
+from ..store.outage import ping
 from ..store.pauses import clear_pause, put_pause
 from ..store.store import Store, first_line
 from .job_status import OnLost, SteadyJobManager
@@ -44,8 +45,8 @@ PROBE_MEMORY = 64 << 20  # memory: this much allocated
 def still_failing(condition: str, folders: Iterable[Path]) -> str | None:
     """Why ``condition`` still holds on this machine (one line), or None when its check passes:
     disk, a file of PROBE_BYTES written and synced in each of ``folders``; descriptors,
-    PROBE_DESCRIPTORS opened; memory, PROBE_MEMORY allocated. The sandbox, a runtime and the
-    database have no check here: the next game is theirs."""
+    PROBE_DESCRIPTORS opened; memory, PROBE_MEMORY allocated. The sandbox and a runtime have no
+    check here: the next game is theirs (the database's is a ping: ``WorkerPause``)."""
     try:
         if condition == "disk":
             for folder in folders:
@@ -120,7 +121,7 @@ class WorkerPause:
                                                   first_line(fault), since, wait))
         while True:
             await asyncio.sleep(wait)
-            why = await asyncio.to_thread(still_failing, fault.condition, self.folders())
+            why = await asyncio.to_thread(self._still_failing, fault.condition)
             if why is None:
                 break
             wait = min(wait * 2, self.pause_s * MAX_WAIT_FACTOR)
@@ -131,6 +132,21 @@ class WorkerPause:
         self._fault = None
         WORKER_PAUSED.set(0)
         self.tell(f"resumed: {fault.condition} cleared after {time.monotonic() - began:.0f} s; taking games again")
+
+    def _still_failing(self, condition: str) -> str | None:
+        """``still_failing``, and for the database a round trip to it: a paused worker fetches no
+        job, so no game of its could be the database's check (an outage itself is the worker's
+        outage loop's, store/outage.py; this is a fault a game reported)."""
+        if condition != "database":
+            return still_failing(condition, self.folders())
+        store = self.store()
+        if store is None:
+            return None
+        try:
+            ping(store.engine)
+        except Exception as exc:  # noqa: BLE001 - any failure of the round trip: still paused
+            return first_line(exc)
+        return None
 
     async def _write(self, write: Callable[[Store], None]) -> None:
         """A pause row's write, off the loop; its failure is logged (status shows less, the pause holds)."""

@@ -47,6 +47,7 @@ from referee.sandbox import SandboxSettings
 
 from ..errors import ArenaError, UsageError
 from ..metrics import WORKER_JOBS
+from ..store.outage import DatabaseUnavailableError, Outage, ping, unreachable
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line, known_revisions
 from .archives import ArchiveCache
 from .claimed import MAX_ATTEMPTS, MAX_PLATFORM_FAULTS, ClaimedGames, Failed, Faulted, NotOurs
@@ -78,6 +79,8 @@ GRACE_S = 20.0  # on SIGTERM, how long running games may take to finish (less th
 STALLED_CHECK_CRON = "* * * * * */5"  # the stalled-jobs check: every 5 seconds, on one worker
 RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs again
 POOL_TIMEOUT_S = 5.0  # the longest a queue call waits for a database connection
+RESTART_WAIT_S = 1.0  # before procrastinate's worker is started again after it stopped by itself
+WATCH_S = 2.0  # how often the worker asks the database whether it answers (an outage is said within seconds)
 BOTS_IDLE_S = 300.0  # a tournament's bot processes are stopped after this long without a game of it
 IDLE_CHECK_S = 10.0  # the longest between two looks for such bots
 
@@ -93,13 +96,6 @@ class GamePlatformFault(GameInfrastructureError):
     """The platform could not play the job's game (a PlatformFault: a full disk under the bot logs):
     the job is retried as for the referee's failure, by another worker, this one being paused
     (pause.py); the game's own count of such faults bounds it (claimed.py)."""
-
-
-class DatabaseLostError(StorageError):
-    """The worker lost its database (procrastinate stopped on its own): exit 1, so a supervisor
-    restarts it, rather than 0 as after a stop that was asked for, or 2 as for a bad setting."""
-
-    exit_status = 1
 
 
 # A store call that failed for these ran into the database, not into the game: the job runs again
@@ -139,6 +135,27 @@ class GameRetry(procrastinate.RetryStrategy):
         if isinstance(exception, (GameInfrastructureError, *DATABASE_ERRORS)):
             return procrastinate.RetryDecision(retry_in={"seconds": self.wait})
         return super().get_retry_decision(exception=exception, job=job)
+
+
+async def retry_stalled(app: procrastinate.App, job: procrastinate.jobs.Job) -> None:
+    """Put a stalled job back in the queue. A job waiting under its queueing lock (a rating pass
+    deferred by a game stored while the stalled one ran; a game queued again by a resumed
+    coordinator) would make that retry a duplicate key, and it waits on the stalled one's lock, so
+    neither would ever run and every later stalled job would stay stalled behind the error: the
+    waiting duplicate is deleted first (the stalled job does the same work: the same game, or a
+    rating pass of everything stored), in the retry's transaction."""
+    if job.queueing_lock is None:
+        await app.job_manager.retry_job(job)
+        return
+    assert job.id is not None
+    async with app.connector.pool.connection() as conn, conn.transaction():  # type: ignore[attr-defined]
+        dropped = await conn.execute(
+            "DELETE FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo' AND id <> %s",
+            (job.queueing_lock, job.id))
+        await conn.execute("SELECT procrastinate_retry_job_v2(%s, now(), NULL, NULL, NULL)", (job.id,))
+    if dropped.rowcount:
+        log.info("job %s: its duplicate waiting under queueing lock %s was deleted; the job itself runs again",
+                 job.id, job.queueing_lock, extra={"job_id": job.id})
 
 
 @dataclass(frozen=True)
@@ -249,16 +266,22 @@ class QueueWorker:
         self.pause = WorkerPause(self.name, self._pause_folders, lambda: self.store,
                                  lambda: self._worker.worker_id if self._worker is not None else None, settings.pause_s)
         self.app.job_manager = PausingJobManager(self.app.connector, self._status_lost, self.pause)
+        self.app.job_manager.database_down = self._database_down  # during an outage: one try of a job's end
         self._worker: procrastinate.worker.Worker | None = None  # while run() runs
-        self._lost_job: int | None = None  # a job whose end could not be written: the worker stops
+        self._lost_job: int | None = None  # a job whose end could not be written: procrastinate's worker stops
+        self._fatal: DatabaseUnavailableError | None = None  # the database stayed away past the outage window
+        self.outage: Outage | None = None  # while run() runs
         self._register_tasks()
 
+    def _database_down(self) -> bool:
+        return self.outage is not None and self.outage.down_since is not None
+
     def _status_lost(self, job_id: int, error: BaseException) -> None:
-        """A job's end could not be written after every try: stop taking jobs, so that the
-        stalled-jobs check (of the worker that replaces this one) runs the job again."""
-        # a warning: without -v the one line is the DatabaseLostError that run() raises on the way out
-        log.warning("job %s: its end could not be written to the queue (%s); stopping this worker so that the job "
-                    "is retried", job_id, first_line(error.__cause__ or error), extra={"job_id": job_id})
+        """A job's end could not be written after every try: stop procrastinate's worker, so that
+        its jobs lose their worker and the stalled-jobs check runs the job again; ``run`` starts a
+        new one once the database answers."""
+        log.warning("job %s: its end could not be written to the queue (%s); starting again on a new registration so "
+                    "that the job is retried", job_id, first_line(error.__cause__ or error), extra={"job_id": job_id})
         self._lost_job = job_id
         if self._worker is not None:
             self._worker.stop()
@@ -294,10 +317,17 @@ class QueueWorker:
             # procrastinate's documented recipe: jobs of workers whose heartbeat stopped run again
             stalled = list(await context.app.job_manager.get_stalled_jobs(
                 seconds_since_heartbeat=self.settings.stalled_after_s))
+            failed: BaseException | None = None
             for job in stalled:
                 log.warning("retrying job %s (%s): its worker stopped sending heartbeats", job.id, job.task_name,
                             extra={"job_id": job.id})
-                await context.app.job_manager.retry_job(job)
+                try:
+                    await retry_stalled(context.app, job)
+                except Exception as exc:  # noqa: BLE001 - the others are retried all the same; the next check tries it
+                    log.warning("job %s: could not be retried: %s", job.id, first_line(exc), extra={"job_id": job.id})
+                    failed = exc
+            if failed is not None:
+                raise failed
             return len(stalled)
 
     async def play(self, job_id: int, args: dict[str, Any]) -> str:
@@ -320,7 +350,7 @@ class QueueWorker:
         # interrupted: the worker is stopping and the grace is over; the game goes back to pending,
         # and procrastinate puts this job back in the queue (GameRetry) to play it again
         games = ClaimedGames(store, asyncio.to_thread, log, self.live,
-                             "interrupted by a worker's shutdown; to be replayed")
+                             "interrupted by a worker's shutdown; to be replayed", lambda: self._not_ours_level(job_id))
         outcome = await games.play(task, lambda: job.setup, play, {"job_id": job_id, "tournament": job.tournament_id},
                                    lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
         if isinstance(outcome, NotOurs):
@@ -335,6 +365,24 @@ class QueueWorker:
                 return f"game {task.number}: failed for the operator after {MAX_PLATFORM_FAULTS} platform faults"
             raise GamePlatformFault(f"platform fault ({outcome.fault.condition}): {outcome.fault}") from None
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
+
+    async def _not_ours_level(self, job_id: int) -> int:
+        """The level of the line of a game result dropped as no longer ours. This worker was too late
+        (frozen past the stall threshold: its job was retried): when another worker has ended the
+        job, the job's end says so once, at INFO (job_status.py), and this line is DEBUG; when
+        another worker plays it now, this line is that INFO one; otherwise (nothing should have
+        taken the game), a WARNING."""
+        try:
+            rows = await self.app.connector.execute_query_all_async(
+                "SELECT status, worker_id FROM procrastinate_jobs WHERE id = %(id)s", id=job_id)
+        except Exception as exc:  # noqa: BLE001 - the database gone again: say it as it was
+            log.debug("job %d: could not read its status: %s", job_id, first_line(exc))
+            return logging.WARNING
+        row = rows[0] if rows else None
+        if row is None or row["status"] != "doing":  # ended (a success is deleted) by the worker that replayed it
+            return logging.DEBUG
+        mine = self._worker.worker_id if self._worker is not None else None
+        return logging.INFO if row["worker_id"] != mine else logging.WARNING
 
     async def _play_on_executor(self, job: GameJob, seats: list[SeatBot], observe: Observer | None) -> GameReport:
         """Play on the job's executor, counted as in use meanwhile (``_retire_idle``)."""
@@ -400,48 +448,81 @@ class QueueWorker:
 
     # --- the process --------------------------------------------------------------------------
 
-    async def run(self) -> int:
-        """Take games until stopped (SIGTERM, SIGINT); the exit status."""
+    def _procrastinate_worker(self) -> procrastinate.worker.Worker:
+        """procrastinate's worker, new for each connection to the database (a registration of its own)."""
         s = self.settings
-        self.store = await asyncio.to_thread(lambda: Store(s.database, migrate=False))
-        worker = procrastinate.worker.Worker(
+        self._worker = procrastinate.worker.Worker(
             self.app, queues=[queue_name()], concurrency=s.concurrency, name=self.name,
             update_heartbeat_interval=s.heartbeat_s, stalled_worker_timeout=s.stalled_after_s,
             shutdown_graceful_timeout=s.grace_s, delete_jobs="successful", install_signal_handlers=False)
-        self._worker = worker
-        asked_to_stop = False
+        return self._worker
+
+    async def run(self) -> int:
+        """Take games until stopped (SIGTERM, SIGINT); the exit status. A database outage is ridden
+        out (store/outage.py): procrastinate's worker, which stops when it loses the database, is
+        started again once the database answers; past the outage window, DatabaseUnavailableError."""
+        s = self.settings
+        self.store = await asyncio.to_thread(lambda: Store(s.database, migrate=False))
+        stopping = asyncio.Event()  # asked to stop: no new start, and no wait for the database
+        outage = self.outage = Outage(describe_url(s.database), give_up=stopping)
 
         def stop(signum: int) -> None:
-            nonlocal asked_to_stop
-            asked_to_stop = True
+            stopping.set()
             log.info("%s: stopping (running games get %g s to finish)", signal.Signals(signum).name, s.grace_s)
             for each in (signal.SIGTERM, signal.SIGINT):  # a second one stops the process at once
                 loop.remove_signal_handler(each)
-            worker.stop()
+            if self._worker is not None:
+                self._worker.stop()
 
         loop = asyncio.get_running_loop()
         logging.getLogger(procrastinate.worker.__name__).addFilter(WITHDRAWN_FILTER)  # once: a set
         if not logging.getLogger().isEnabledFor(logging.INFO):
-            # without -v, a lost database is the one line run_worker's caller prints, not the
-            # queue's and the pool's tracebacks on the way down
+            # without -v, an outage is the outage's two lines, not the queue's and the pool's
+            # tracebacks meanwhile
             for name in ("procrastinate", "psycopg"):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
+        for each in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(each, stop, each)
+        watch = asyncio.create_task(self._watch_database(outage, stopping), name="watch-database")
+        retire = asyncio.create_task(self._retire_idle(), name="retire-idle-bots")
         try:
-            async with self.app.open_async(), LiveWriter(self.store) as self.live:
-                await self._say_what_waits_elsewhere()
-                log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(), s.concurrency)
-                for each in (signal.SIGTERM, signal.SIGINT):
-                    loop.add_signal_handler(each, stop, each)
-                retire = asyncio.create_task(self._retire_idle(), name="retire-idle-bots")
-                try:
-                    await worker.run()
-                finally:
-                    retire.cancel()
-                    await asyncio.gather(retire, return_exceptions=True)
-        except DATABASE_ERRORS as exc:
-            raise DatabaseLostError(f"worker {self.name} lost database {describe_url(s.database)}: "
-                                    f"{first_line(exc)}; its games go back to the queue") from None
+            async with LiveWriter(self.store) as self.live:
+                first = True
+                while not stopping.is_set():
+                    try:
+                        async with self.app.open_async():
+                            if first:
+                                await self._say_what_waits_elsewhere()
+                                log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(),
+                                         s.concurrency)
+                                first = False
+                            await self._procrastinate_worker().run()
+                        error: BaseException | None = None
+                    except DATABASE_ERRORS as exc:  # its shutdown's writes, on the database it lost
+                        error = exc
+                    if stopping.is_set() or self._fatal is not None:
+                        break
+                    # procrastinate stopped by itself: a side task (its listener, its heartbeat) or a
+                    # job's end lost the database. Its running jobs went back to the queue or are
+                    # left to the stalled-jobs check; wait for the database, then take jobs again
+                    if self._lost_job is not None:
+                        log.info("job %d is left to the stalled-jobs check; taking jobs again once the database "
+                                 "answers", self._lost_job)
+                        self._lost_job = None
+                    # (never at once: a side task failing for another reason would restart it in a loop).
+                    # Its error is not an outage of its own: it may come from the outage the watch
+                    # has seen end already; the database's answer now says whether one goes on
+                    log.info("worker %s: the queue stopped (%s)", self.name,
+                             first_line(error.__cause__ or error) if error is not None else "a job's end was lost")
+                    await asyncio.sleep(RESTART_WAIT_S)
+                    await outage.call(ping, self.store.engine)
+                    log.info("worker %s: taking jobs again", self.name)
+        except DatabaseUnavailableError as exc:
+            self._fatal = exc
         finally:
+            for task in (watch, retire):
+                task.cancel()
+            await asyncio.gather(watch, retire, return_exceptions=True)
             await self.pause.close()
             self.live = None
             self._worker = None
@@ -454,14 +535,30 @@ class QueueWorker:
             self.store.close()
             if self._temp is not None:
                 self._temp.cleanup()
-        if self._lost_job is not None:
-            raise DatabaseLostError(f"worker {self.name} could not write the end of job {self._lost_job} to database "
-                                    f"{describe_url(s.database)} and stopped; the job goes back to the queue "
-                                    "(start it again)")
-        if not asked_to_stop:  # procrastinate stopped by itself: a side task (its listener) lost the database
-            raise DatabaseLostError(f"worker {self.name} lost its connection to database {describe_url(s.database)} "
-                                    "and stopped; its games go back to the queue (start it again)")
+        if self._fatal is not None:
+            raise DatabaseUnavailableError(f"worker {self.name}: {self._fatal}; its games go back to the queue")
         return 0
+
+    async def _watch_database(self, outage: Outage, stopping: asyncio.Event) -> None:
+        """Ask the database every ``WATCH_S`` whether it answers, so that an outage is said (one
+        line) within seconds even when no queue call is due; past the window, stop the worker."""
+        assert self.store is not None
+        while not stopping.is_set():
+            await asyncio.sleep(WATCH_S)
+            try:
+                await asyncio.to_thread(ping, self.store.engine)
+            except Exception as exc:
+                if not unreachable(exc):
+                    raise
+                try:
+                    outage.failed(exc)
+                except DatabaseUnavailableError as gone:
+                    self._fatal = gone
+                    if self._worker is not None:
+                        self._worker.stop()
+                    return
+            else:
+                outage.succeeded()
 
     async def _say_what_waits_elsewhere(self) -> None:
         """One line when games wait in another version's queue: this worker will not take them."""

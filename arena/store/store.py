@@ -55,6 +55,7 @@ PG_NO_SUCH_DATABASE = "3D000"  # invalid_catalog_name
 PG_DUPLICATE_DATABASE = "42P04"
 PG_INSUFFICIENT_PRIVILEGE = "42501"
 log = logging.getLogger(__name__)
+CONNECT_TIMEOUT_S = 10  # the longest a PostgreSQL connection may take to open
 T = TypeVar("T")
 Scheduled = Callable[[Connection, int], None]  # what runs in a scheduling transaction: (connection, tournament id)
 
@@ -317,6 +318,8 @@ class Store:
                     kwargs.update(creator=creator, poolclass=NullPool)
         else:
             kwargs["pool_pre_ping"] = True
+            if "connect_timeout" not in parsed.query:  # a database host that does not answer: bounded (store/outage.py)
+                kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
         try:
             self.engine: Engine = create_engine(engine_url(parsed), **kwargs)
         except (ArgumentError, ImportError) as exc:

@@ -195,3 +195,34 @@ def test_a_worker_whose_disk_is_full_pauses_and_the_other_plays_every_game(
     assert bad_text.count("arena worker: paused:") == 1 and bad_text.count("arena worker: resumed:") == 1, bad_text
     for name in (bad_log, good_log):
         assert "Traceback" not in name.read_text(errors="replace"), log_text(logs)
+
+
+def test_a_database_pause_is_checked_by_a_round_trip_to_the_database(tmp_path: Path) -> None:
+    """A paused worker fetches no job, so no game of its can be the database's check: the pause
+    asks the database itself, and resumes once it answers."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from sqlalchemy import create_engine
+
+    from arena.play.pause import WorkerPause
+    from referee.errors import PlatformFault
+
+    store = SimpleNamespace(engine=create_engine(f"sqlite:///{tmp_path / 'missing' / 'arena.db'}"))
+    said: list[str] = []
+    pause = WorkerPause("w", lambda: [tmp_path], lambda: store, lambda: None, 0.05, said.append)  # type: ignore[arg-type,return-value]
+
+    async def run() -> None:
+        pause.enter(PlatformFault("database", "lost its connection"))
+        await asyncio.sleep(0.4)
+        assert pause.paused, said  # the database does not answer: still paused
+        store.engine = create_engine("sqlite://")
+        for _ in range(100):
+            if not pause.paused:
+                break
+            await asyncio.sleep(0.05)
+        assert not pause.paused, said
+        await pause.close()
+
+    asyncio.run(run())
+    assert said[0].startswith("paused: database: ") and said[-1].startswith("resumed: database cleared"), said
