@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .errors import ListenError, PlatformFault
+from .errors import ListenError
 
 if TYPE_CHECKING:
     from prometheus_client import Counter, Gauge, Histogram
@@ -200,10 +200,7 @@ def observe_game(bots: Sequence[str], termination: str, reason: str, duration_s:
 
 
 def error_label(exc: BaseException) -> str:
-    """The ``error`` label of a game that ended without a result: ``platform_<condition>`` for a
-    PlatformFault (``platform_disk``, ``platform_sandbox``...), ``cancelled``, else the class name."""
-    if isinstance(exc, PlatformFault):
-        return f"platform_{exc.condition}"
+    """The ``error`` label of a game that ended without a result."""
     return "cancelled" if isinstance(exc, asyncio.CancelledError) else type(exc).__name__
 
 

@@ -205,13 +205,6 @@ def package_endpoint(path: str | Path) -> BotEndpoint:
     return packages.bot_sync(folder, str(path), checked.sha256).endpoint
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto`` (pyproject's addopts) starts two workers per core this process may use: most of a
-    test's time is spent waiting on real bot processes, gRPC, the database and bounded deadlines, not
-    computing, so one worker per core leaves cores idle (docs/benchmarks.md, "The test suite")."""
-    return 2 * len(os.sched_getaffinity(0))
-
-
 @pytest.fixture(scope="session")
 def node_bot() -> str:
     """The sample Node.js bot's package (sample_bots/node), its runtime's packages installed."""

@@ -35,6 +35,8 @@ MISSING = _missing_toolchain()
 
 
 @pytest.mark.skipif(MISSING is not None, reason=f"the C++ kit cannot be built here: {MISSING}")
+@pytest.mark.slow  # CI builds and checks this kit as a package (tests/sandbox/test_packages.py); here its
+# make, 2-4 players, health, SIGTERM and make clean, a second compile of some 20-40 s of CPU
 def test_the_cpp_kit_builds_and_plays_clean(tmp_path: Path) -> None:
     folder = copy_kit("cpp", tmp_path)
     sources = files_of(folder)
