@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -54,6 +57,44 @@ def run_arena(*args: str, timeout: float = 120, cwd: Path | None = None,
         timeout=timeout,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str] | None, cwd: Path | None) -> Iterator[None]:
+    """``env`` set and ``cwd`` entered for the block; both (and the root logger) as before after it."""
+    from referee import logs
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    root = logging.getLogger()
+    saved_log = (list(root.handlers), root.level, logs._format, logs._handler)
+    os.environ.update(env or {})
+    os.chdir(cwd or ROOT)
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        root.handlers[:], root.level, logs._format, logs._handler = saved_log
+
+
+def arena_here(*args: str, cwd: Path | None = None,
+               env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The ``arena`` command's ``main`` run in this process, as ``run_arena`` runs it in a new one:
+    its exit status, stdout and stderr. For commands that answer without playing a game (refusals,
+    reading commands), where a new interpreter's imports would be most of the test's time; the
+    process-level contract (exit status, one stderr line, imports) keeps tests of its own."""
+    from arena.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with _environment(env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors and --help
+            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if isinstance(exc.code, str):
+                err.write(exc.code + "\n")
+    return subprocess.CompletedProcess(["arena", *args], status, out.getvalue(), err.getvalue())
 
 
 def assert_usage_error(done: subprocess.CompletedProcess[str], command: str | None = None) -> str:

@@ -49,6 +49,7 @@ from arena.play.runner import open_tournament
 from arena.store.models import BotArchive
 from arena.store.store import Store
 from tests.conftest import sample_bot_path
+from tests.support import arena_here
 from tests.arena_support import (
     ROOT,
     new_marker,
@@ -574,7 +575,7 @@ def test_a_refused_archive_in_a_tournament_file_is_one_line_and_exit_2(case: str
         {"name": "packed", "command": GREEDY, "archive": "bad.tar.gz"},
         {"name": "plain", "command": sample_bot_command("random_bot.py")},
     ])
-    line = _one_error_line(run_arena("run", str(path), env={CACHE_ENV: str(tmp_path / "cache")}))
+    line = _one_error_line(arena_here("run", str(path), env={CACHE_ENV: str(tmp_path / "cache")}))
     assert line.startswith(f'arena: error: cup.toml: [[bots]] #1 ("packed") archive "bad.tar.gz" {message}'), line
     assert not (tmp_path / "cup.db").exists() and not (tmp_path / "cache").exists(), "refused before anything ran"
 
@@ -605,7 +606,7 @@ def test_a_bot_entry_that_cannot_start_from_its_archive_is_one_line_and_exit_2(c
         {k: v for k, v in entry.items() if v is not None},
         {"name": "plain", "command": sample_bot_command("random_bot.py")},
     ])
-    line = _one_error_line(run_arena("run", str(path)))
+    line = _one_error_line(arena_here("run", str(path)))
     assert line == f'arena: error: cup.toml: [[bots]] #1 ("packed") {message}'
 
 
@@ -726,7 +727,7 @@ def test_bots_add_refuses_a_bad_archive_in_one_line(case: str, tmp_path: Path) -
         spec = "localhost:50051"
         expected = (f'bot command "localhost:50051" cannot start from --archive {archive}: "localhost:50051" is an '
                     "address: an archive only applies to a command")
-    line = _one_error_line(run_arena("bots", "add", "newbie", spec, "--archive", str(archive), "-f", str(path)))
+    line = _one_error_line(arena_here("bots", "add", "newbie", spec, "--archive", str(archive), "-f", str(path)))
     assert line == f"arena: error: {expected}"
     store = Store(load_config(path, check_programs=False).database, read_only=True)
     try:

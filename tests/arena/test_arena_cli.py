@@ -30,7 +30,7 @@ from arena.play import session as play_session
 from arena.cli.live import run_tournament
 from arena.config import load_config
 from tests.conftest import bot_processes, python_bot_command, sample_bot_path
-from tests.support import ROOT, assert_usage_error, run_arena, table_rows
+from tests.support import ROOT, arena_here, assert_usage_error, run_arena, table_rows
 
 NAME = "cli"  # part of every game id, which seeds the random bots: keep it fixed
 BOTS = 3
@@ -84,8 +84,9 @@ def wait_no_bots(patterns: tuple[str, ...], wait_s: float = 10.0) -> list[tuple[
 
 
 def arena(*args: str) -> subprocess.CompletedProcess[str]:
-    """A quick `arena` command (not a run); fails the test on a traceback."""
-    done = run_arena(*args, timeout=CMD_TIMEOUT_S)
+    """A quick `arena` command (not one that plays games), run in this process; fails the test on a
+    traceback."""
+    done = arena_here(*args)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
@@ -810,7 +811,7 @@ HELP_COMMANDS = ["", "run", "standings", "games", "show", "export", "serve", "bo
 
 def test_help_of_arena_and_every_subcommand_exits_0() -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:  # independent processes: overlap their start-up
-        done = dict(zip(HELP_COMMANDS, pool.map(lambda c: arena(*([c] if c else []), "--help"), HELP_COMMANDS)))
+        done = dict(zip(HELP_COMMANDS, pool.map(lambda c: run_arena(*([c] if c else []), "--help", timeout=CMD_TIMEOUT_S), HELP_COMMANDS)))
     for command, result in done.items():
         assert result.returncode == 0, (command, result.stderr)
         assert result.stdout.startswith(f"usage: arena {command}".rstrip()), (command, result.stdout[:200])
