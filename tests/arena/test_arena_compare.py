@@ -22,7 +22,7 @@ from referee.clock import TimeControl
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 from referee.sandbox import default_launcher
-from tests.support import ROOT, fresh_temp_dir, run_arena
+from tests.support import ROOT, arena_here, fresh_temp_dir, run_arena
 
 PY = sys.executable
 RANDOM = f"{PY} {ROOT / 'sample_bots/random/random_bot.py'}"
@@ -186,7 +186,7 @@ def test_games_unit_and_pentanomial_report(tmp_path: Path) -> None:
 def test_sprt_estimate_and_usage_errors() -> None:
     """--sprt-estimate plays nothing and prints the expected size; mismatched bounds and bad
     arguments are one-line usage errors with exit status 2."""
-    done = run_arena("compare", "--candidate", "x", "--baseline", "y", "--sprt-estimate", "--true-effect", "0.5",
+    done = arena_here("compare", "--candidate", "x", "--baseline", "y", "--sprt-estimate", "--true-effect", "0.5",
                      "--variance", "9")
     assert done.returncode == 0, done.stderr
     assert "expected pairs" in done.stdout and "P(accept H1) = 0.950" in done.stdout
@@ -198,10 +198,10 @@ def test_sprt_estimate_and_usage_errors() -> None:
         ["--sprt-estimate"],
         ["--move-time", "1099511627776"],  # over the referee's one-hour limit: was a traceback
     ):
-        bad = run_arena("compare", "--candidate", RANDOM, "--baseline", RANDOM, *args)
+        bad = arena_here("compare", "--candidate", RANDOM, "--baseline", RANDOM, *args)
         assert bad.returncode == 2, (args, bad.stdout, bad.stderr)
         assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("arena: error:"), (args, bad.stderr)
-    bad = run_arena("compare", "--candidate", "no-such-program-xyz", "--baseline", RANDOM)
+    bad = arena_here("compare", "--candidate", "no-such-program-xyz", "--baseline", RANDOM)
     assert bad.returncode == 2 and bad.stderr.startswith("arena: error:"), bad.stderr
 
 

@@ -20,7 +20,7 @@ import pytest
 from arena.config import ConfigError, parse_config
 from referee.bots.cpu import proc_metering_problem
 from tests.conftest import SCRIPTED_BOT, sample_bot_path
-from tests.support import run_arena
+from tests.support import arena_here, run_arena
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = json.dumps(shlex.join([sys.executable, "bot.py"]))
@@ -85,7 +85,7 @@ def test_a_run_under_a_cpu_limit_shows_cpu_times_and_the_cpu_timeout(tmp_path: P
     done = run_arena("run", str(file), timeout=300)
     assert done.returncode == 0, done.stderr
 
-    games = run_arena("games", str(file), timeout=60)
+    games = arena_here("games", str(file))
     assert games.returncode == 0, games.stderr
     timeouts = re.findall(r"^ +burner \(seat \d\): timeout at deal 1 play \d+: used (\d+) ms of CPU time"
                           r"(?: without answering, limit 200 ms|, limit 200 ms \(answered after \d+ ms\)) -> forfeit$",
@@ -93,14 +93,14 @@ def test_a_run_under_a_cpu_limit_shows_cpu_times_and_the_cpu_timeout(tmp_path: P
     assert len(timeouts) == 2 and all(int(ms) > 250 for ms in timeouts), games.stdout
     assert "seat 0" not in games.stdout.replace("(seat 0)", "")  # move times only with --times
 
-    timed = run_arena("games", str(file), "--times", timeout=60)
+    timed = arena_here("games", str(file), "--times")
     assert timed.returncode == 0, timed.stderr
     seat_line = r"^ +seat (\d) (burner|greedy): \d+ moves, median [\d.]+ ms, max [\d.]+ ms, CPU median [\d.]+ ms, " \
                 r"max [\d.]+ ms$"
     assert sorted(re.findall(seat_line, timed.stdout, re.MULTILINE)) == [
         ("0", "burner"), ("0", "greedy"), ("1", "burner"), ("1", "greedy")], timed.stdout
 
-    shown = run_arena("show", str(file), "1", timeout=60)
+    shown = arena_here("show", str(file), "1")
     assert shown.returncode == 0, shown.stderr
     assert len(re.findall(seat_line.replace(r"^ +", "^"), shown.stdout, re.MULTILINE)) == 2, shown.stdout
 
@@ -111,7 +111,7 @@ def test_bots_add_refuses_an_address_under_a_cpu_limit(tmp_path: Path) -> None:
     file = tmp_path / "ladder.toml"
     file.write_text(f'name = "ladder"\n\n[[bots]]\nname = "g1"\ncommand = {json.dumps(greedy)}\n\n'
                     f'[[bots]]\nname = "g2"\ncommand = {json.dumps(greedy)}\n\n[time]\ncpu_ms = 100\n', encoding="utf-8")
-    done = run_arena("bots", "add", "remote", "127.0.0.1:50061", "-f", str(file), timeout=60)
+    done = arena_here("bots", "add", "remote", "127.0.0.1:50061", "-f", str(file))
     assert done.returncode == 2
     assert done.stderr == ('arena: error: cannot add remote: [time] cpu_ms needs bots the arena starts, and '
                            '"127.0.0.1:50061" is an address (its CPU time cannot be measured)\n')

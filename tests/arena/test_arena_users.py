@@ -1,11 +1,10 @@
-"""`arena users add/list/remove` as real processes: the token printed once and only its hash in
+"""`arena users add/list/remove` run as the real command (its main, in the test process): the token printed once and only its hash in
 the database, a removed user's token dead, every refusal one line and exit status 2."""
 
 from __future__ import annotations
 
 import hashlib
 import subprocess
-import sys
 from pathlib import Path
 
 from sqlalchemy import select
@@ -14,11 +13,12 @@ from arena.store.models import User
 from arena.store.store import Store
 from arena.store.users import user_for_token
 from tests.arena_support import write_tournament
+from tests.support import arena_here
 
 
 def users(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arena.cli", "users", *args], check=False, capture_output=True,
-                          text=True, timeout=60, cwd=str(cwd))
+    """`arena users ...` (its main, in this process) from the folder ``cwd``."""
+    return arena_here("users", *args, cwd=cwd)
 
 
 def refused(done: subprocess.CompletedProcess[str], said: str) -> None:

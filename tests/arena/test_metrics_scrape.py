@@ -14,7 +14,7 @@ from arena.store.store import Store
 from tests.arena.queue_support import kill_group, start_worker, stop, wait_settled
 from tests.arena_support import ROOT, arena_argv, arena_env, sample_bot_command, write_tournament
 from tests.conftest import python_bot_command
-from tests.support import assert_usage_error, run_arena
+from tests.support import arena_here, assert_usage_error, run_arena
 from tests.metrics_support import by_label, file_reader, metrics_url, scrape, total, wait_for
 
 TIME = {"move_ms": 2000, "startup_ms": 20000}  # no sample bot can miss it on a loaded machine
@@ -106,5 +106,5 @@ def test_a_bad_metrics_address_is_one_line_and_exit_2(tmp_path: Path) -> None:
     path = write_tournament(tmp_path / "t.toml", {"name": "t", "players": 2, "database": f"sqlite:///{tmp_path}/t.db"},
                             BOTS[:2], TIME)
     for args in (("run", str(path)), ("worker", "--db", "postgresql://postgres@127.0.0.1/unused"), ("web", "--db", f"sqlite:///{tmp_path}/t.db")):
-        line = assert_usage_error(run_arena(*args, "--metrics-listen", "host-without-port"), "arena")
+        line = assert_usage_error(arena_here(*args, "--metrics-listen", "host-without-port"), "arena")
         assert "--metrics-listen must be HOST:PORT" in line, (args, line)

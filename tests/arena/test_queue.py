@@ -26,6 +26,7 @@ from tests.arena_support import (
     wait_no_marked_processes,
     write_tournament,
 )
+from tests.support import arena_here
 
 
 def test_three_workers_play_every_game_once_with_the_single_process_standings(
@@ -36,14 +37,14 @@ def test_three_workers_play_every_game_once_with_the_single_process_standings(
     assert queued.returncode == 0, queued.stderr
     assert f"{len(reference.numbers)} game(s) queued" in queued.stdout, queued.stdout
     total = len(reference.numbers)
-    waiting = run_arena("status", str(path), "--format", "json")
+    waiting = arena_here("status", str(path), "--format", "json")
     assert waiting.returncode == 0, waiting.stderr
     status = json.loads(waiting.stdout)
     assert status["games"] == {"pending": total, "running": 0, "done": 0, "failed": 0}
     assert status["queue"]["waiting"] == total and status["queue"]["workers"] == []
     again = run_queued(path, "--detach")  # a second coordinator start queues nothing more
     assert again.returncode == 0 and "0 game(s) queued" in again.stdout, again.stdout + again.stderr
-    local = run_arena("run", str(path))  # a local run would take the queued games from the workers
+    local = arena_here("run", str(path))  # a local run would take the queued games from the workers
     assert local.returncode == 2 and local.stderr.count("\n") == 1, local.stderr
     assert f"has {total} game(s) queued for workers" in local.stderr, local.stderr
     with workers(pg_url, tmp_path / "logs", 3):
@@ -55,16 +56,16 @@ def test_three_workers_play_every_game_once_with_the_single_process_standings(
     assert outcome.games == reference.games
     assert outcome.history == reference.history
     assert outcome.standings == reference.standings
-    shown = run_arena("status", str(path))
+    shown = arena_here("status", str(path))
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith(f"tournament 'runs': {total}/{total} games done, 0 running, 0 pending"), shown.stdout
     assert "queue: 0 waiting, 0 being played, 0 stalled" in shown.stdout, shown.stdout
     # the reading commands work unchanged on a queued tournament
     for args in (("standings", str(path), "--format", "json"), ("games", str(path)), ("show", str(path), "1"),
                  ("export", str(path), str(tmp_path / "export"))):
-        read = run_arena(*args)
+        read = arena_here(*args)
         assert read.returncode == 0 and read.stderr == "", (args, read.stderr)
-    assert json.loads(run_arena("standings", str(path), "--format", "json").stdout) == json.loads(reference.standings)
+    assert json.loads(arena_here("standings", str(path), "--format", "json").stdout) == json.loads(reference.standings)
     assert len(list((tmp_path / "export" / "records").glob("*.json"))) == total
     logs = log_text(tmp_path / "logs")
     assert sum(f"worker{i}.log" in logs and "played (attempt 1)" in (tmp_path / "logs" / f"worker{i}.log").read_text()
@@ -72,14 +73,14 @@ def test_three_workers_play_every_game_once_with_the_single_process_standings(
 
 
 def test_a_worker_or_a_queued_run_on_sqlite_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    done = run_arena("worker", "--db", f"sqlite:///{tmp_path / 'a.db'}")
+    done = arena_here("worker", "--db", f"sqlite:///{tmp_path / 'a.db'}")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "needs a PostgreSQL database" in done.stderr, done.stderr
     path = tournament_file(tmp_path, new_marker(), concurrency=1)
-    done = run_arena("run", str(path), "--queue")
+    done = arena_here("run", str(path), "--queue")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "needs a PostgreSQL database" in done.stderr, done.stderr
-    done = run_arena("run", str(path), "--detach")
+    done = arena_here("run", str(path), "--detach")
     assert done.returncode == 2 and "--detach is for --queue" in done.stderr, done.stderr
 
 
@@ -182,7 +183,7 @@ def test_a_local_run_or_serve_of_games_queued_for_workers_is_refused_in_one_line
         server.terminate()
         server.wait(timeout=60)
     for command in ("serve", "run"):
-        done = run_arena(command, str(path))
+        done = arena_here(command, str(path))
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert "queued for workers" in done.stderr and "--queue" in done.stderr, done.stderr
 

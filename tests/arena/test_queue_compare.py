@@ -28,7 +28,7 @@ from tests.arena.queue_support import log_text, query, start_worker, stop, wait_
 from tests.arena.test_arena_compare import GREEDY, RANDOM, ROOMY_MS
 from tests.arena_support import arena_argv, arena_env
 from tests.conftest import assert_no_bot_processes
-from tests.support import ROOT, run_arena
+from tests.support import ROOT, arena_here, run_arena
 
 SEED = 3
 MAX_UNITS = 200
@@ -199,7 +199,7 @@ def test_queue_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
          "--concurrency is the workers'"),
     ]
     for args, words in cases:
-        done = run_arena(*args, cwd=ROOT)
+        done = arena_here(*args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert done.stdout == "" and done.stderr.count("\n") == 1, (args, done.stdout, done.stderr)
         assert done.stderr.startswith("arena: error:") and words in done.stderr, (args, done.stderr)

@@ -3,14 +3,14 @@ refusals."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
 from arena.errors import UsageError
 from arena.web.settings import parse_listen
+from tests.support import arena_here
 from tests.web.web_support import TOURNAMENT
 
 
@@ -50,8 +50,7 @@ def test_listen_addresses_in_both_families() -> None:
     (["--db", "sqlite:////nonexistent/folder/x.db"], "no database"),
     (["--db", "sqlite:///x.db", "--listen", "nowhere"], "--listen"),
 ])
-def test_arena_web_refuses_in_one_line_with_status_2(args: list[str], said: str, tmp_path: object) -> None:
-    done = subprocess.run([sys.executable, "-m", "arena.cli", "web", *args], check=False, capture_output=True,
-                          text=True, timeout=60, cwd=str(tmp_path))
+def test_arena_web_refuses_in_one_line_with_status_2(args: list[str], said: str, tmp_path: Path) -> None:
+    done = arena_here("web", *args, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert said in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import http.client
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from starlette.testclient import TestClient
 from arena.web.app import create_app
 from arena.web.guard import CSP
 from arena.web.settings import WebSettings
+from tests.support import arena_here
 from tests.web.browser_support import serve
 from tests.web.web_support import TOURNAMENT, client_for
 
@@ -195,8 +194,7 @@ def test_a_real_server_believes_its_trusted_proxy_and_nobody_else(played_db: str
 ])
 def test_arena_web_refuses_bad_host_and_proxy_settings_in_one_line(played_db: str, args: list[str], said: str,
                                                                   tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "arena.cli", "web", "--db", played_db, *args], check=False,
-                          capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+    done = arena_here("web", "--db", played_db, *args, cwd=tmp_path)
     assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ from starlette.testclient import TestClient
 from arena.schedule.pairings import round_robin
 from arena.store.store import GameTask, LiveEntry, Store
 from tests.web.test_web_live import events_of
+from tests.support import arena_here
 from tests.web.web_support import client_for
 
 NAME = "held"
@@ -142,6 +141,5 @@ def test_arena_web_takes_the_caps_and_refuses_a_cap_below_one(flag: str, tmp_pat
 
     settings = web_settings(build_parser().parse_args(["web", "--db", "sqlite:///x.db", flag, "9"]))
     assert getattr(settings, flag.removeprefix("--").replace("-", "_")) == 9
-    done = subprocess.run([sys.executable, "-m", "arena.cli", "web", "--db", "sqlite:///x.db", flag, "0"], check=False,
-                          capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+    done = arena_here("web", "--db", "sqlite:///x.db", flag, "0", cwd=tmp_path)
     assert done.returncode == 2 and flag in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import tarfile
 import time
@@ -25,6 +24,7 @@ from arena.store.models import User
 from arena.store.store import Store
 from arena.store.users import add_user
 from tests.arena.test_arena_archives import gzipped, member, sample_members, tar_bytes
+from tests.support import arena_here
 from tests.web.web_support import client_for
 
 LADDER = "open"
@@ -372,8 +372,7 @@ def test_a_hostile_user_name_is_shown_escaped(web: TestClient, ladder_db: str) -
 ])
 def test_arena_web_refuses_a_bad_submit_setting_in_one_line(ladder_db: str, args: list[str], said: str,
                                                             tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "arena.cli", "web", "--db", ladder_db, "--listen", "127.0.0.1:1",
-                           *args], check=False, capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+    done = arena_here("web", "--db", ladder_db, "--listen", "127.0.0.1:1", *args, cwd=tmp_path)
     assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 
