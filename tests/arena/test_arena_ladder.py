@@ -35,6 +35,7 @@ from tests.arena_support import (
     wait_no_marked_processes,
 )
 from tests.conftest import sample_bot_path
+from tests.support import arena_here
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 120.0  # bound of every wait for a round or a process: generous for a loaded 2-core machine
@@ -99,8 +100,8 @@ class Ladder:
         self.store = Store(self.config.database)
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=WAIT_S)
+        """A quick command (``bots ...``, a refused ``serve``): arena's main in this process, with the marker."""
+        return arena_here(*args, env={MARKER_ENV: self.marker})
 
     def start_serve(self, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
         """`arena serve FILE ARGS` in the background; (process, its stdout file)."""
