@@ -67,6 +67,7 @@ from tests.arena_support import (
     write_tournament,
 )
 from tests.conftest import PG_ADMIN_URL, python_bot_command, running_bot
+from tests.support import arena_here
 
 # --- results do not depend on how the games were run -------------------------------------------
 
@@ -346,7 +347,7 @@ def test_bots_that_fail_at_startup_or_crash_forfeit_only_their_games(tmp_path: P
         expected = {"no-start": "FAILURE_KIND_STARTUP"} if 1 in g.seat_bots else {"crasher": "FAILURE_KIND_CRASH"}
         assert forfeited == expected, f"game {g.number}: {g.result}"
 
-    listed = run_arena("standings", str(path), "--format", "json")
+    listed = arena_here("standings", str(path), "--format", "json")
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)["standings"]}
     assert rows["no-start"]["forfeits"] == {"timeout": 0, "illegal": 0, "crash": 0, "startup": 4}
@@ -354,7 +355,7 @@ def test_bots_that_fail_at_startup_or_crash_forfeit_only_their_games(tmp_path: P
     assert rows["greedy"]["forfeits"] == {"timeout": 0, "illegal": 0, "crash": 0, "startup": 0}
     assert (rows["greedy"]["wins"], rows["no-start"]["losses"], rows["no-start"]["games"]) == (4, 4, 4)
 
-    failed = run_arena("games", str(path), "--failed")
+    failed = arena_here("games", str(path), "--failed")
     assert failed.returncode == 0, failed.stderr
     lines = failed.stdout.splitlines()
     game_lines = [m for line in lines if (m := re.match(r"\s*(\d+)\s+set\s", line))]
@@ -419,7 +420,7 @@ def test_records_and_show_name_bots_as_the_tournament_does(tmp_path: Path) -> No
         assert [s["name"] for s in record["seats"]] == names, number
         assert [s["hello_name"] for s in record["seats"]] == [own if n == "mallory" else "greedy-bot" for n in names]
         assert "M" * 65 not in json.dumps(record)
-    shown = run_arena("show", str(path), "1")
+    shown = arena_here("show", str(path), "1")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == "game names-g1 [P0 greedy, P1 mallory]", shown.stdout
     outputs = done.stdout + done.stderr + shown.stdout + shown.stderr
@@ -584,7 +585,7 @@ def test_a_second_run_of_a_live_tournament_exits_2_naming_it_and_steals_nothing(
         before = {g.number: (g.status, g.attempt) for g in store.games(tid)}
         assert before == {1: ("running", 1), 2: ("pending", 0)}
 
-        _holder_line(run_arena("run", str(path)), "run", first.pid)
+        _holder_line(arena_here("run", str(path)), "run", first.pid)
         assert {g.number: (g.status, g.attempt) for g in store.games(tid)} == before  # nothing put back
         assert _lease_row(store, tid)["pid"] == first.pid
 
@@ -605,8 +606,8 @@ def test_a_second_serve_or_run_of_a_live_ladder_exits_2_naming_it(tmp_path: Path
     path, gate = gated_tournament(tmp_path, marker, url, ladder=True)
     with first_holder("serve", path, marker, url) as (first, store):
         tid = _wait_for_running(store, first)
-        _holder_line(run_arena("serve", str(path), "--rounds", "1"), "serve", first.pid)
-        _holder_line(run_arena("run", str(path)), "serve", first.pid)
+        _holder_line(arena_here("serve", str(path), "--rounds", "1"), "serve", first.pid)
+        _holder_line(arena_here("run", str(path)), "serve", first.pid)
         assert store.tournament(tid).rounds == 1  # the refused server scheduled no round of its own
         gate.touch()
         _, err = first.communicate(timeout=PLAY_TIMEOUT_S)
@@ -736,7 +737,7 @@ def test_a_missing_postgresql_database_is_created_by_a_writer_not_by_a_reader(
     url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
     path = write_tournament(tmp_path / "new.toml", {"name": "new", "database": url}, BOTS[:2], TIME)
     try:
-        done = run_arena("standings", str(path))
+        done = arena_here("standings", str(path))
         assert done.returncode == 2, done.stderr
         assert done.stderr == (f"arena: error: tournament 'new' has not been run yet (database {url} does not exist)\n")
         assert not _database_exists(pg_admin, name), "a reading command created the database"

@@ -25,7 +25,7 @@ from tests.arena_support import run_arena, write_tournament
 from tests.conftest import ROOT
 from tests.sandbox.test_packages import caches  # noqa: F401  (a fixture)
 from tests.sandbox.test_packages import CHECK_TIMEOUT_S, CLEAN, check, needs_bwrap, package, random_bot
-from tests.support import run_referee
+from tests.support import arena_here, run_referee
 
 RANDOM_KIT = ROOT / "sample_bots" / "random"
 GREEDY_KIT = ROOT / "sample_bots" / "greedy"
@@ -116,7 +116,7 @@ def test_a_package_naming_an_operators_runtime_plays_with_its_folders_and_env(tm
     assert run.returncode == 0 and "standings after 2 games" in run.stdout, run.stdout[-2000:] + run.stderr
     logs = "".join(p.read_text(errors="replace") for p in (tmp_path / "cup-logs").glob("op-*.log"))
     assert "opmod says hello from the operator, OP_MARK=op-42" in logs, logs[-2000:]
-    games = run_arena("games", str(path), "--bot", "op", "--failed")
+    games = arena_here("games", str(path), "--bot", "op", "--failed")
     assert games.returncode == 0 and "no games" in games.stdout, games.stdout
 
 
@@ -136,10 +136,10 @@ def test_a_package_added_with_bots_add_plays_the_ladders_next_round(tmp_path: Pa
     assert added.returncode == 0 and added.stdout.startswith("added mine: package"), added.stdout + added.stderr
     served = run_arena("serve", str(path), "--rounds", "1", timeout=CHECK_TIMEOUT_S, env=caches)
     assert served.returncode == 0 and "round 1: " in served.stdout, served.stdout[-2000:] + served.stderr
-    games = run_arena("games", str(path), "--bot", "mine")
+    games = arena_here("games", str(path), "--bot", "mine")
     rows = [line.split() for line in games.stdout.splitlines()[1:]]
     assert games.returncode == 0 and rows and all("mine" in row and row[6] == "done" for row in rows), games.stdout
-    failed = run_arena("games", str(path), "--bot", "mine", "--failed")
+    failed = arena_here("games", str(path), "--bot", "mine", "--failed")
     assert failed.stdout == "no games\n", failed.stdout
     assert [p for p in Path(caches["CASINO_BUILD_CACHE"]).iterdir() if p.is_dir()], "its build step ran"
 
