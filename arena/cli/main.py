@@ -84,15 +84,15 @@ def run_async(args: argparse.Namespace, main: Callable[[], Coroutine[Any, Any, i
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .live import run_tournament
-
-    config = _load(args.file)
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
     if args.detach and not args.queue:
         raise UsageError("--detach is for --queue runs (the workers play the games while nothing follows them)")
     if args.queue and args.concurrency is not None:
         raise UsageError("--concurrency is the workers' with --queue (arena worker --concurrency N)")
+    config = _load(args.file)  # before the run's machinery: a refused file needs none of it
+    from .live import run_tournament
+
     return run_async(args, lambda: run_tournament(config, make_console(), args.concurrency, queue=args.queue,
                                                   detach=args.detach))
 
