@@ -46,9 +46,10 @@ def toml_value(value: Any) -> str:
 
 
 def write_tournament(path: Path, top: Mapping[str, Any], bots: Sequence[Mapping[str, Any]],
-                     time_control: Mapping[str, int] | None = None, marker: str | None = None) -> Path:
-    """Write a tournament file: top-level keys, an optional [time] table and the [[bots]];
-    with ``marker``, every bot's env gets MARKER_ENV=marker."""
+                     time_control: Mapping[str, int] | None = None, marker: str | None = None,
+                     ladder: Mapping[str, Any] | None = None) -> Path:
+    """Write a tournament file: top-level keys, an optional [time] table, the [[bots]] and an
+    optional [ladder] table; with ``marker``, every bot's env gets MARKER_ENV=marker."""
     lines = [f"{key} = {toml_value(value)}" for key, value in top.items()]
     if time_control:
         lines += ["", "[time]", *(f"{key} = {toml_value(value)}" for key, value in time_control.items())]
@@ -57,6 +58,8 @@ def write_tournament(path: Path, top: Mapping[str, Any], bots: Sequence[Mapping[
         if marker is not None:
             entry["env"] = {**entry.get("env", {}), MARKER_ENV: marker}
         lines += ["", "[[bots]]", *(f"{key} = {toml_value(value)}" for key, value in entry.items())]
+    if ladder is not None:
+        lines += ["", "[ladder]", *(f"{key} = {toml_value(value)}" for key, value in ladder.items())]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

@@ -280,6 +280,9 @@ def cmd_bots(args: argparse.Namespace) -> int:
     from ..store.store import Store
 
     config = _load(args.file, reading=args.action == "list")
+    if args.action != "list" and config.ladder is None:  # a round robin's games were scheduled from its [[bots]]
+        raise UsageError(f"{shown(config.path.name)}: no [ladder] section: `arena bots {args.action}` changes a "
+                         "ladder's pool; a round robin's bots are its file's [[bots]]")
     store: Store | None = None
     tid = 0
     if args.action == "list":  # listing an existing pool only reads (a read-only copy works)

@@ -677,9 +677,7 @@ def test_bots_add_with_an_archive_joins_a_ladder_and_plays_from_it(tmp_path: Pat
     path = write_tournament(tmp_path / "ladder.toml", {"name": "ladder", "seed": 2, "concurrency": 2}, [
         {"name": "greedy", "command": sample_bot_command("greedy_bot.py")},
         {"name": "random", "command": sample_bot_command("random_bot.py")},
-    ], time_control={"move_ms": 2000}, marker=marker)
-    with open(path, "a", encoding="utf-8") as file:
-        file.write('\n[ladder]\ninterval = "1h"\npairings_per_bot = 2\n')
+    ], time_control={"move_ms": 2000}, marker=marker, ladder={"interval": "1h", "pairings_per_bot": 2})
     env = {CACHE_ENV: str(tmp_path / "cache"), "ARENA_TEST_MARKER": marker}
 
     added = run_arena("bots", "add", "packed", GREEDY, "--archive", str(archive), "-f", str(path), env=env)
@@ -711,7 +709,7 @@ def test_bots_add_refuses_a_bad_archive_in_one_line(case: str, tmp_path: Path) -
     path = write_tournament(tmp_path / "ladder.toml", {"name": "ladder"}, [
         {"name": "greedy", "command": sample_bot_command("greedy_bot.py")},
         {"name": "random", "command": sample_bot_command("random_bot.py")},
-    ])
+    ], ladder={"interval": "1h"})
     archive = tmp_path / "up.tar.gz"
     spec = GREEDY
     if case == "dot-dot":

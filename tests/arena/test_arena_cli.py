@@ -389,7 +389,7 @@ def test_bots_list_has_a_header_row(tmp_path: Path) -> None:
     """`arena bots list`: a header, then each bot with its state, rating and command (a removed
     bot stays, marked removed). Listing starts no bot and plays nothing."""
     path = tmp_path / "pool.toml"
-    path.write_text(tournament_text("pool", two_bots("greedy", "other")), encoding="utf-8")
+    path.write_text(tournament_text("pool", [*two_bots("greedy", "other"), LADDER]), encoding="utf-8")
     assert arena("bots", "remove", "other", "-f", str(path)).returncode == 0
     done = arena("bots", "list", "-f", str(path))
     assert done.returncode == 0, done.stderr
@@ -692,6 +692,9 @@ def test_export_says_who_forfeited_why_and_who_won(failing: Path, tmp_path: Path
 # --- usage errors ----------------------------------------------------------------------------------
 
 
+LADDER = '[ladder]\ninterval = "1h"\n'  # with it, a file is a ladder's (`arena bots add/remove`)
+
+
 def two_bots(first_name: str = "a", second_name: str = "b", command: str | None = None) -> list[str]:
     """Two [[bots]] entries (greedy bots unless ``command`` replaces the first one's)."""
     return [bot_entry(first_name, command or sample_bot("greedy_bot.py")),
@@ -754,9 +757,23 @@ def test_a_bot_program_that_is_not_executable_is_refused_before_anything_runs(tm
 
 def test_bots_add_refuses_a_bad_name_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "pool.toml"
-    path.write_text(tournament_text("pool", two_bots()), encoding="utf-8")
+    path.write_text(tournament_text("pool", [*two_bots(), LADDER]), encoding="utf-8")
     line = assert_usage_error(arena("bots", "add", "two\nlines", sample_bot("greedy_bot.py"), "-f", str(path)), "arena")
     assert line.endswith('not "two\\nlines"'), line
+
+
+@pytest.mark.parametrize("action", ["add", "remove"])
+def test_bots_add_and_remove_are_for_ladders_only(tmp_path: Path, action: str) -> None:
+    """A round robin's games are scheduled from its file's [[bots]] at its first run: a bot added
+    later would play nothing, so adding (or removing) is refused and the file says what to change."""
+    path = tmp_path / "cup.toml"
+    path.write_text(tournament_text("cup", two_bots()), encoding="utf-8")
+    extra = [sample_bot("greedy_bot.py")] if action == "add" else []
+    line = assert_usage_error(arena("bots", action, "b" if action == "remove" else "newbie", *extra, "-f", str(path)),
+                              "arena")
+    assert line == (f"arena: error: cup.toml: no [ladder] section: `arena bots {action}` changes a ladder's pool; "
+                    "a round robin's bots are its file's [[bots]]"), line
+    assert not (tmp_path / "cup.db").exists(), "refused before the database is made"
 
 
 def test_export_to_a_path_that_cannot_be_made_is_one_escaped_line(built: Built, tmp_path: Path) -> None:

@@ -110,7 +110,8 @@ def test_bots_add_refuses_an_address_under_a_cpu_limit(tmp_path: Path) -> None:
     greedy = shlex.join([sys.executable, str(sample_bot_path("greedy_bot.py"))])
     file = tmp_path / "ladder.toml"
     file.write_text(f'name = "ladder"\n\n[[bots]]\nname = "g1"\ncommand = {json.dumps(greedy)}\n\n'
-                    f'[[bots]]\nname = "g2"\ncommand = {json.dumps(greedy)}\n\n[time]\ncpu_ms = 100\n', encoding="utf-8")
+                    f'[[bots]]\nname = "g2"\ncommand = {json.dumps(greedy)}\n\n[time]\ncpu_ms = 100\n\n'
+                        '[ladder]\ninterval = "1h"\n', encoding="utf-8")
     done = arena_here("bots", "add", "remote", "127.0.0.1:50061", "-f", str(file))
     assert done.returncode == 2
     assert done.stderr == ('arena: error: cannot add remote: [time] cpu_ms needs bots the arena starts, and '

@@ -517,9 +517,7 @@ def gated_tournament(folder: Path, marker: str, database: str, ladder: bool = Fa
     path = write_tournament(folder / "lease.toml", {"name": LEASE_NAME, "players": 2, "games_per_pairing": 2,
                                                      "seed": 5, "concurrency": 1, "database": database,
                                                      "sandbox": {"read_only": [str(gates)]}},
-                            bots, GATE_TIME, marker)
-    if ladder:
-        path.write_text(path.read_text(encoding="utf-8") + '\n[ladder]\ninterval = "1h"\n', encoding="utf-8")
+                            bots, GATE_TIME, marker, ladder={"interval": "1h"} if ladder else None)
     return path, gate
 
 

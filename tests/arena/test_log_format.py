@@ -224,9 +224,7 @@ def test_a_ladder_logs_its_rounds_with_the_tournament(tmp_path: Path) -> None:
     path = write_tournament(tmp_path / "ladder.toml", {"name": "ladder", "players": 2, "seed": 11},
                             [{"name": "a", "command": python_bot_command("normal")},
                              {"name": "b", "command": python_bot_command("normal")}],
-                            {"move_ms": 2000, "startup_ms": 10_000})
-    with path.open("a", encoding="utf-8") as file:
-        file.write('\n[ladder]\ninterval = "1h"\npairings_per_bot = 1\n')
+                            {"move_ms": 2000, "startup_ms": 10_000}, ladder={"interval": "1h", "pairings_per_bot": 1})
     done = run_arena("-v", "--log-format", "json", "serve", str(path), "--rounds", "1", timeout=RUN_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     tid, games, _ = stored_games(f"sqlite:///{tmp_path / 'ladder.db'}", "ladder")

@@ -129,9 +129,8 @@ def test_a_package_added_with_bots_add_plays_the_ladders_next_round(tmp_path: Pa
     path = write_tournament(tmp_path / "ladder.toml", {"name": "lad", "seed": 5},
                             [{"name": "random", "package": str(RANDOM_KIT)},
                              {"name": "greedy", "package": str(GREEDY_KIT)}],
-                            {"move_ms": 2000, "startup_ms": 20000})
-    path.write_text(path.read_text(encoding="utf-8") + '\n[ladder]\ninterval = "1h"\npairings_per_bot = 1\n'
-                    'sets_per_pairing = 1\n', encoding="utf-8")
+                            {"move_ms": 2000, "startup_ms": 20000},
+                            ladder={"interval": "1h", "pairings_per_bot": 1, "sets_per_pairing": 1})
     added = run_arena("bots", "add", "mine", str(mine), "-f", str(path), env=caches)
     assert added.returncode == 0 and added.stdout.startswith("added mine: package"), added.stdout + added.stderr
     served = run_arena("serve", str(path), "--rounds", "1", timeout=CHECK_TIMEOUT_S, env=caches)
