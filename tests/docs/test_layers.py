@@ -23,6 +23,9 @@ PROJECT = ("referee", "arena", "casino", "tests", "bench", "scripts")  # the rep
 # what the SDK package may import besides the standard library: its declared dependencies
 # (royal-casino-arena, grpcio, grpcio-health-checking, grpcio-reflection, protobuf)
 SDK_DEPENDENCIES = ("referee", "casino", "grpc", "grpc_health", "grpc_reflection", "google")
+# the research environments (casino_bot.envs, the SDK's `research` extra) may also import the extra's
+# packages; the rest of the SDK may not, so a bot without the extra installs and runs as before
+SDK_RESEARCH_DEPENDENCIES = ("numpy", "gymnasium", "pettingzoo", "pyspiel", "open_spiel")
 
 
 def module_name(path: Path) -> str:
@@ -227,11 +230,16 @@ def test_the_sdk_uses_the_engine_only_through_its_public_names() -> None:
     wrong = {str(p.relative_to(ROOT)): w for p in paths if (w := sdk_imports_outside_the_public_surface(
         p.read_text(encoding="utf-8")))}
     assert wrong == {}, wrong
-    package = {p: imports_of(p, "casino_bot" if p.stem == "__init__" else f"casino_bot.{p.stem}")
-               for p in (SDK / "casino_bot").glob("*.py")}
-    undeclared = sorted({f"{p.name}: {i}" for p, deps in package.items() for i in deps
-                         if i.split(".")[0] not in (*sys.stdlib_module_names, *SDK_DEPENDENCIES, "casino_bot")})
+    package = {p: imports_of(p, ".".join(p.relative_to(SDK).with_suffix("").parts).removesuffix(".__init__"))
+               for p in (SDK / "casino_bot").rglob("*.py")}
+    assert SDK / "casino_bot" / "envs" / "openspiel.py" in package
+    undeclared = sorted({f"{p.relative_to(SDK)}: {i}" for p, deps in package.items() for i in deps
+                         if i.split(".")[0] not in (*sys.stdlib_module_names, *SDK_DEPENDENCIES, "casino_bot",
+                                                    *(SDK_RESEARCH_DEPENDENCIES if "envs" in p.parts else ()))})
     assert undeclared == [], undeclared
+    core_uses_envs = sorted(f"{p.name}: {i}" for p, deps in package.items() if "envs" not in p.parts
+                            for i in deps if i.startswith("casino_bot.envs"))
+    assert core_uses_envs == [], core_uses_envs
 
 
 def test_the_public_surface_check_sees_internals() -> None:
