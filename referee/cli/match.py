@@ -73,7 +73,7 @@ def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
 
 def spec_from_args(args: argparse.Namespace, bots: list[str | BotEndpoint]) -> MatchSpec:
     try:
-        endpoints = [b if isinstance(b, BotEndpoint) else BotEndpoint.parse(b) for b in bots]
+        endpoints = [b if isinstance(b, BotEndpoint) else BotEndpoint.parse(b, trusted=True) for b in bots]
         players = args.players or len(endpoints)
         if len(endpoints) != players:
             raise UsageError(f"{players} players need {players} --bot options, got {len(endpoints)}")
