@@ -195,6 +195,10 @@ async def _run(spec: CompareSpec, console: Console, logs: Path, every: int = 0,
         spec = dataclasses.replace(spec, concurrency=args.window or default_window(live))
         console.print(f"queued on {queued.store.url_for_people if queued.store else args.db} as {queued.name}: "
                       f"{spec.concurrency} games at once, {live} live worker(s)", soft_wrap=True, highlight=False)
+    elif spec.candidate.endpoint.inprocess and spec.baseline.endpoint.inprocess:
+        from ..play.pool import WorkerPoolExecutor  # whole games on one worker process per game at once
+
+        executor = WorkerPoolExecutor(InProcessExecutor(logs), spec.concurrency, logs)
     else:
         executor = InProcessExecutor(logs)
     shown = {"at": 0.0}

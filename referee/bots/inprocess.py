@@ -12,8 +12,9 @@ they are over gRPC. What differs is time:
 - a call that never returns meets a hard cap, twice the move's allowance plus a second. A bot
   with ``threaded = True`` runs each call in a daemon thread of its own, which is abandoned there
   (it may keep running until the process exits); a bot with ``threaded = False`` runs in the
-  game's thread, and in the main thread a SIGALRM at the cap raises ``HardCapExceeded`` inside the
-  call (elsewhere nothing can stop it). Either way the move is a timeout, the bot answers no more
+  game's thread, and in the main thread a watchdog thread's signal at the cap raises
+  ``HardCapExceeded`` inside the call (elsewhere nothing can stop it; nor can a signal stop a
+  call stuck in C code that never returns to Python). Either way the move is a timeout, the bot answers no more
   turns of that game (each is a timeout at once) and a new object replaces it before its next game.
 
 The referee imports no bot code when it is imported: the file is loaded with importlib when a slot
@@ -53,7 +54,7 @@ _modules: dict[str, ModuleType] = {}  # bot files loaded in this process, by pat
 
 
 class HardCapExceeded(BaseException):
-    """Raised by SIGALRM inside an in-process call past its hard cap (a BaseException, so a bot's
+    """Raised by the watchdog's signal inside an in-process call past its hard cap (a BaseException, so a bot's
     ``except Exception`` does not swallow it)."""
 
 
@@ -95,6 +96,16 @@ def load_bot_class(endpoint: BotEndpoint) -> type:
     return found[0]
 
 
+def construct(cls: type, endpoint: BotEndpoint) -> Any:
+    """A new bot object: ``cls()``, or ``cls(seed=N)`` when the endpoint's env has
+    ``CASINO_BOT_SEED=N`` and the class takes a ``seed`` (the sample bots' convention: their
+    ``__main__`` reads that variable), so a seeded bot plays in-process as its process would."""
+    seed = dict(endpoint.env).get("CASINO_BOT_SEED")
+    if seed is not None and "seed" in inspect.signature(cls).parameters:
+        return cls(seed=int(seed))
+    return cls()
+
+
 class _CallMeter:
     """The CPU time of a slot's calls so far (the game loop's CpuMeter reads it before and after a
     move, so the difference is that call's thread CPU time)."""
@@ -109,22 +120,51 @@ class _CallMeter:
         pass
 
 
-_alarm_installed = False
+# A bot in the game's thread is stopped past its hard cap by this signal, sent to the main thread
+# by a watchdog thread that looks at the call in progress every WATCH_S: a signal of its own (not
+# SIGALRM, which pytest-timeout and others use), so nothing else's timers are touched, and a
+# call costs two attribute writes.
+STOP_SIGNAL = signal.SIGRTMIN + 7 if hasattr(signal, "SIGRTMIN") else signal.SIGUSR2
+WATCH_S = 0.05
 
 
-def _on_alarm(signum: int, frame: FrameType | None) -> None:
-    raise HardCapExceeded
+class _Watchdog:
+    """The main thread's in-process call in progress and its hard deadline (see STOP_SIGNAL)."""
+
+    def __init__(self) -> None:
+        self.deadline: float | None = None  # time.monotonic() past which the call is stopped
+        self.fired = False
+        signal.signal(STOP_SIGNAL, self._on_signal)
+        threading.Thread(target=self._watch, name="inprocess-watchdog", daemon=True).start()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.deadline is not None and self.fired:  # a signal after the call returned is dropped
+            self.deadline = None
+            raise HardCapExceeded
+
+    def _watch(self) -> None:
+        main = threading.main_thread().ident
+        assert main is not None
+        while True:
+            time.sleep(WATCH_S)
+            deadline = self.deadline
+            if deadline is not None and not self.fired and time.monotonic() > deadline:
+                self.fired = True
+                signal.pthread_kill(main, STOP_SIGNAL)
 
 
-def _can_alarm() -> bool:
-    """Whether SIGALRM can interrupt a call here: only in the main thread (installed once)."""
-    global _alarm_installed
+_watchdog: _Watchdog | None = None
+
+
+def _main_watchdog() -> _Watchdog | None:
+    """The watchdog, started with the first in-process bot in the main thread; None elsewhere
+    (in another thread nothing can stop a call)."""
+    global _watchdog
     if threading.current_thread() is not threading.main_thread():
-        return False
-    if not _alarm_installed:
-        signal.signal(signal.SIGALRM, _on_alarm)
-        _alarm_installed = True
-    return True
+        return None
+    if _watchdog is None:
+        _watchdog = _Watchdog()
+    return _watchdog
 
 
 class _Abandoned(Exception):
@@ -145,6 +185,9 @@ class InProcessConnection:
         self._clock = clock
         self._meter = meter
         self.broken: StreamFailure | None = None
+        self._threaded_bot = bool(getattr(bot, "threaded", True))
+        # decided once: a connection stays on the thread it was made on
+        self._watchdog = None if self._threaded_bot else _main_watchdog()
 
     def begin_game(self) -> None:
         """Nothing to forget: answers are matched to turns by construction."""
@@ -152,19 +195,20 @@ class InProcessConnection:
     async def _call(self, fn: Callable[[], T], cap_s: float) -> T:
         """``fn()`` in this thread or (a ``threaded`` bot) a daemon thread of its own, its thread
         CPU time added to the meter; ``_Abandoned`` past ``cap_s`` real seconds."""
-        if getattr(self.bot, "threaded", True):
+        if self._threaded_bot:
             return await self._threaded(fn, cap_s)
-        alarm = _can_alarm()
+        watchdog = self._watchdog
         cpu = time.thread_time_ns()
-        if alarm:
-            signal.setitimer(signal.ITIMER_REAL, cap_s)
+        if watchdog is not None:
+            watchdog.fired = False
+            watchdog.deadline = time.monotonic() + cap_s
         try:
             return fn()
         except HardCapExceeded:
             raise _Abandoned("interrupted") from None
         finally:
-            if alarm:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+            if watchdog is not None:
+                watchdog.deadline = None
             self._meter.total_ns += time.thread_time_ns() - cpu
 
     async def _threaded(self, fn: Callable[[], T], cap_s: float) -> T:
@@ -305,7 +349,7 @@ class InProcessSlot:
         try:
             cls = load_bot_class(self.endpoint)
             answers = importlib.import_module("casino_bot.answer")
-            bot = cls()
+            bot = construct(cls, self.endpoint)
         except Exception as exc:  # noqa: BLE001 (whatever the file does wrong is its start-up failure)
             return self._startup_failed(f"cannot load {self.endpoint.spec!r}: {type(exc).__name__}: {exc}")
         connection = InProcessConnection(bot, answers, self.clock, self._meter)
