@@ -507,6 +507,8 @@ def _bot(table: _Table, folder: Path, check_programs: bool) -> BotConfig:
     else:
         key, spec = "command", table.string("command")
         cwd = _cwd(table, folder, check_programs)
+        if cwd is None and BotEndpoint.is_inprocess(spec):  # its file is found beside the tournament file
+            cwd = str(folder)
         env = _env(table)
     if table.all_good(key, "cwd") and (check_programs or has_address):
         try:
