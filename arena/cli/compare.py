@@ -38,8 +38,9 @@ EXIT = {"H1": 0, "H0": 1, "inconclusive": 3, "done": 0}
 
 def add_compare_parser(sub: Any) -> None:
     p = sub.add_parser("compare", help="is the candidate better than the baseline? a sequential test on duplicate pairs")
-    p.add_argument("--candidate", required=True, help="command line or address of the new bot")
-    p.add_argument("--baseline", required=True, help="command line or address of the bot to beat")
+    p.add_argument("--candidate", required=True, help="command line or address of the new bot, or inprocess:PATH.py[:CLASS] (trusted Python SDK code, "
+                   "played in worker processes: docs/protocol.md, \"In-process bots\")")
+    p.add_argument("--baseline", required=True, help="command line, address or inprocess:PATH.py[:CLASS] of the bot to beat")
     _shared(p)
     p.add_argument("--margin0", type=float, help="deals: H0 bound, points per deal (default 0)")
     p.add_argument("--margin1", type=float, help="deals: H1 bound, points per deal (default 0.5)")
