@@ -98,7 +98,7 @@ class BotConfig:
         program exists); one with an archive starts from its unpacked copy (arena/play/archives.py)."""
         if self.archive is not None or self.package is not None:
             raise ValueError(f"bot {self.name!r} runs from an archive: its endpoint comes from the archive cache")
-        return BotEndpoint.parse(self.spec, cwd=self.cwd, env=self.env)
+        return BotEndpoint.parse(self.spec, cwd=self.cwd, env=self.env, trusted=True)  # the operator's file
 
 
 @dataclass(frozen=True)
@@ -507,10 +507,12 @@ def _bot(table: _Table, folder: Path, check_programs: bool) -> BotConfig:
     else:
         key, spec = "command", table.string("command")
         cwd = _cwd(table, folder, check_programs)
+        if cwd is None and BotEndpoint.is_inprocess(spec):  # its file is found beside the tournament file
+            cwd = str(folder)
         env = _env(table)
     if table.all_good(key, "cwd") and (check_programs or has_address):
         try:
-            BotEndpoint.parse(spec, cwd=cwd, env=env)
+            BotEndpoint.parse(spec, cwd=cwd, env=env, trusted=True)
         except EndpointError as exc:
             table.fail(key, f"is not usable: {one_line(str(exc))}")
     return BotConfig(name=name, spec=spec, cwd=cwd, env=env)

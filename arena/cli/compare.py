@@ -38,8 +38,9 @@ EXIT = {"H1": 0, "H0": 1, "inconclusive": 3, "done": 0}
 
 def add_compare_parser(sub: Any) -> None:
     p = sub.add_parser("compare", help="is the candidate better than the baseline? a sequential test on duplicate pairs")
-    p.add_argument("--candidate", required=True, help="command line or address of the new bot")
-    p.add_argument("--baseline", required=True, help="command line or address of the bot to beat")
+    p.add_argument("--candidate", required=True, help="command line or address of the new bot, or inprocess:PATH.py[:CLASS] (trusted Python SDK code, "
+                   "played in worker processes: docs/protocol.md, \"In-process bots\")")
+    p.add_argument("--baseline", required=True, help="command line, address or inprocess:PATH.py[:CLASS] of the bot to beat")
     _shared(p)
     p.add_argument("--margin0", type=float, help="deals: H0 bound, points per deal (default 0)")
     p.add_argument("--margin1", type=float, help="deals: H1 bound, points per deal (default 0.5)")
@@ -195,6 +196,10 @@ async def _run(spec: CompareSpec, console: Console, logs: Path, every: int = 0,
         spec = dataclasses.replace(spec, concurrency=args.window or default_window(live))
         console.print(f"queued on {queued.store.url_for_people if queued.store else args.db} as {queued.name}: "
                       f"{spec.concurrency} games at once, {live} live worker(s)", soft_wrap=True, highlight=False)
+    elif spec.candidate.endpoint.inprocess and spec.baseline.endpoint.inprocess:
+        from ..play.pool import WorkerPoolExecutor  # whole games on one worker process per game at once
+
+        executor = WorkerPoolExecutor(InProcessExecutor(logs), spec.concurrency, logs)
     else:
         executor = InProcessExecutor(logs)
     shown = {"at": 0.0}

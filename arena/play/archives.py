@@ -83,8 +83,8 @@ def bot_endpoint(store: Store, row: BotRow, cache: ArchiveCache, packages: Packa
     package is built here by ``packages`` (once per machine) and run as its bot.toml says, with
     the row's ``env`` added (a tournament's seed, say). Call it from a thread that runs no event
     loop: a build runs in one of its own."""
-    if row.archive is None:
-        return BotEndpoint.parse(row.spec, cwd=row.cwd, env=row.env)
+    if row.archive is None:  # written by a tournament file or `arena ... bots add` (which refuses in-process)
+        return BotEndpoint.parse(row.spec, cwd=row.cwd, env=row.env, trusted=True)
     root = cache.path_for(store, row.archive)
     if row.spec == PACKAGE_SPEC:
         if packages is None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from referee.bots.endpoint import BotEndpoint
+from referee.bots.inprocess import InProcessSlot, new_slot
 from referee.bots.launcher import Launcher
 from referee.bots.logcap import private_folder
 from referee.bots.slot import BotSlot
@@ -50,19 +51,19 @@ class _BotPool:
     logs_dir: Path
     socket_dir: Path
     launcher: Launcher
-    idle: list[BotSlot] = field(default_factory=list)
+    idle: list[BotSlot | InProcessSlot] = field(default_factory=list)
     made: int = 0
 
-    def acquire(self) -> BotSlot:
+    def acquire(self) -> BotSlot | InProcessSlot:
         # a slot that failed to start comes back first and fails at once (no new start-up wait)
         if self.idle:
             return self.idle.pop()
         self.made += 1
         # the tournament's name is the bot's name in every record and output, not its Hello name
-        return BotSlot(self.made, self.bot.endpoint, self.logs_dir, self.socket_dir,
-                       label=f"{self.bot.name}-{self.made}", name=self.bot.name, launcher=self.launcher)
+        return new_slot(self.made, self.bot.endpoint, self.logs_dir, self.socket_dir,
+                        label=f"{self.bot.name}-{self.made}", name=self.bot.name, launcher=self.launcher)
 
-    def release(self, slot: BotSlot) -> None:
+    def release(self, slot: BotSlot | InProcessSlot) -> None:
         self.idle.append(slot)
 
     async def close(self) -> None:

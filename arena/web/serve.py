@@ -9,6 +9,7 @@ from typing import Any
 import uvicorn
 from uvicorn.config import LOGGING_CONFIG
 
+from referee.bots.endpoint import INPROCESS_REFUSED, BotEndpoint
 from referee.logs import configured_format
 from referee.metrics import serve_metrics
 
@@ -16,6 +17,13 @@ from ..errors import UsageError, quoted
 from ..store.store import Store
 from .app import create_app
 from .settings import WebSettings
+
+
+def inprocess_bots(store: Store, ladder: str) -> str:
+    """The ladder's in-process bots in words ("in-process bot x, y"), or "" when it has none."""
+    tid = store.tournament_id(ladder)
+    names = [b.name for b in store.bots(tid) if BotEndpoint.is_inprocess(b.spec)] if tid is not None else []
+    return f"in-process bot{'s' if len(names) > 1 else ''} {', '.join(quoted(n) for n in names)}" if names else ""
 
 
 def check_listen(host: str, port: int) -> None:
@@ -48,6 +56,10 @@ def serve(settings: WebSettings) -> int:
     if settings.submit is not None and store.tournament_id(settings.submit) is None:
         store.close()
         raise UsageError(f"--submit: no ladder named {quoted(settings.submit)} in {store.url_for_people}")
+    if settings.submit is not None and (own := inprocess_bots(store, settings.submit)):
+        store.close()
+        raise UsageError(f"--submit: ladder {quoted(settings.submit)} has {own}: {INPROCESS_REFUSED} "
+                         "(submitted bots would play beside them)")
     check_listen(settings.host, settings.port)
     if settings.metrics_listen:
         serve_metrics(settings.metrics_listen, "arena web")

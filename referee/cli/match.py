@@ -44,7 +44,8 @@ def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
                    logs_help: str = "bot logs (default: a new temporary folder)") -> None:
     if bots:
         p.add_argument("--bot", action="append", required=True, metavar="CMD_OR_ADDR",
-                       help="a bot per seat: host:port, unix:/path, or a command line the referee starts")
+                       help="a bot per seat: host:port, unix:/path, a command line the referee starts, or "
+                            "inprocess:PATH.py[:CLASS] (trusted Python SDK code, played in this process)")
     p.add_argument("--players", type=int, choices=(2, 3, 4), default=None, help="players per game (default: one per --bot)")
     p.add_argument("--individuals", action="store_true", help="4 players play for themselves")
     p.add_argument("--games", type=int, default=1, help="games in the match (default 1)")
@@ -73,7 +74,7 @@ def add_match_args(p: argparse.ArgumentParser, *, bots: bool = True,
 
 def spec_from_args(args: argparse.Namespace, bots: list[str | BotEndpoint]) -> MatchSpec:
     try:
-        endpoints = [b if isinstance(b, BotEndpoint) else BotEndpoint.parse(b) for b in bots]
+        endpoints = [b if isinstance(b, BotEndpoint) else BotEndpoint.parse(b, trusted=True) for b in bots]
         players = args.players or len(endpoints)
         if len(endpoints) != players:
             raise UsageError(f"{players} players need {players} --bot options, got {len(endpoints)}")

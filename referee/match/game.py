@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from casino.v1 import bot_pb2, game_pb2, referee_pb2
 
 from ..metrics import GAMES_FAILED, GAMES_STARTED, SANDBOX_KILLS, error_label, failure_kind_label, observe_game
+from ..bots.inprocess import InProcessSlot
 from ..bots.slot import BotSlot
 from ..bots.cpu import CpuMeter
 from ..clock import GameClock, TimeControl
@@ -49,7 +50,7 @@ def discard_event(event: referee_pb2.RunMatchResponse) -> None:
 
 
 async def play_game(
-    spec: GameSetup, seats: Sequence[BotSlot], handshake: bot_pb2.Handshake, emit: Emit | None = None,
+    spec: GameSetup, seats: Sequence[BotSlot | InProcessSlot], handshake: bot_pb2.Handshake, emit: Emit | None = None,
     turn_ids: Iterator[int] | None = None, observe: Observer | None = None,
 ) -> GameReport:
     """Play one game between the bots of ``seats`` (one slot per seat; each is started or
@@ -72,7 +73,7 @@ async def play_game(
 
 
 async def _play_game(
-    spec: GameSetup, seats: Sequence[BotSlot], handshake: bot_pb2.Handshake, emit: Emit | None,
+    spec: GameSetup, seats: Sequence[BotSlot | InProcessSlot], handshake: bot_pb2.Handshake, emit: Emit | None,
     turn_ids: Iterator[int] | None, observe: Observer | None,
 ) -> GameReport:
     emit = emit or discard_event
@@ -262,7 +263,7 @@ async def _play_game(
 
 
 
-def _end_fields(game_id: str, result: game_pb2.GameResult, seats: Sequence[BotSlot]) -> dict[str, object]:
+def _end_fields(game_id: str, result: game_pb2.GameResult, seats: Sequence[BotSlot | InProcessSlot]) -> dict[str, object]:
     """The game-end log line's fields: why it ended, and for a forfeit who forfeited and for what
     (the first forfeiting failure: more than one seat can fail to start)."""
     fields: dict[str, object] = {"game_id": game_id, "reason": result.reason}
@@ -273,7 +274,7 @@ def _end_fields(game_id: str, result: game_pb2.GameResult, seats: Sequence[BotSl
     return fields
 
 
-async def _ask(slot: BotSlot, request: bytes, turn_id: int, clock: GameClock,
+async def _ask(slot: BotSlot | InProcessSlot, request: bytes, turn_id: int, clock: GameClock,
                control: TimeControl) -> tuple[bot_pb2.MoveChoice | StreamFailure, float, int | None]:
     """Send one Turn and wait for the answer: (the answer or why there is none, the seconds it
     took, the CPU time in µs the bot's processes used meanwhile, None when not measured). Under a
@@ -308,7 +309,7 @@ def _on_time(failure: StreamFailure | None, answer: bot_pb2.MoveChoice | StreamF
     return failure
 
 
-async def _tell_listeners(seats: Sequence[BotSlot], made: bot_pb2.PlayMade, send_s: float) -> None:
+async def _tell_listeners(seats: Sequence[BotSlot | InProcessSlot], made: bot_pb2.PlayMade, send_s: float) -> None:
     """A PlayMade to every ready bot that asked for them in its Hello."""
     listeners = [slot for slot in seats if slot.play_events and slot.ready]
     if listeners:
@@ -350,7 +351,7 @@ def _with_cpu(failure: StreamFailure, cpu_us: int | None, control: TimeControl) 
     return StreamFailure(failure.kind, f"{failure.reason} (CPU {cpu_us / 1000:.0f} ms)", failure.received)
 
 
-async def _crash_or_disconnect(failure: StreamFailure, slot: BotSlot) -> StreamFailure:
+async def _crash_or_disconnect(failure: StreamFailure, slot: BotSlot | InProcessSlot) -> StreamFailure:
     """A broken stream from a started bot is a crash when its process exits within a moment."""
     proc = slot.process
     if failure.kind != F.FAILURE_KIND_DISCONNECT or proc is None or proc.process is None:
@@ -362,7 +363,7 @@ async def _crash_or_disconnect(failure: StreamFailure, slot: BotSlot) -> StreamF
     return StreamFailure(F.FAILURE_KIND_CRASH, f"the bot process {proc.exit_description}", failure.received)
 
 
-def _log_size(slot: BotSlot) -> int:
+def _log_size(slot: BotSlot | InProcessSlot) -> int:
     """How much of ``slot``'s log file is written (0 when there is none yet)."""
     try:
         return slot.log_path.stat().st_size

@@ -23,7 +23,7 @@ from casino.v1 import referee_pb2
 
 from ..bots.launcher import Launcher
 from ..bots.logcap import private_folder
-from ..bots.slot import BotSlot
+from ..bots.inprocess import new_slot
 from ..bots.sockets import label_room, socket_root
 from ..clock import MONOTONIC, Clock
 from ..sandbox import default_launcher
@@ -79,7 +79,7 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MO
     if spec.records_dir:
         spec.records_dir.mkdir(parents=True, exist_ok=True)
     with socket_root("casino-sock-", label_room(len(f"bot{len(spec.bots)}"))) as socket_dir:
-        slots = [BotSlot(i, ep, logs_dir, Path(socket_dir), clock=clock, launcher=launcher)
+        slots = [new_slot(i, ep, logs_dir, Path(socket_dir), clock=clock, launcher=launcher)
                  for i, ep in enumerate(spec.bots)]
         try:
             handshake = spec.game(match_id, 1).handshake(spec.games)

@@ -35,7 +35,7 @@ def cpu_limit_problem(control: TimeControl, bots: Sequence[BotEndpoint]) -> str 
     if not control.cpu_time_ms:
         return None
     for i, bot in enumerate(bots):
-        if not bot.is_process:
+        if not bot.is_process and not bot.inprocess:  # an in-process bot's calls' thread CPU is measured
             return (f"a CPU-time limit needs bots the referee starts: bot {i + 1} ({bot.spec!r}) is an address, "
                     "and its CPU time cannot be measured")
     problem = proc_metering_problem()

@@ -8,8 +8,6 @@ import logging
 import os
 import signal
 import sys
-import time
-import traceback
 from typing import Any
 
 import grpc
@@ -17,43 +15,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
-from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2
-from referee.wire.convert import PROTOCOL_VERSION, options_from_pb
-from referee.rules import Move
+from casino.v1 import bot_pb2, bot_pb2_grpc
 
-from .bot import MAX_NOTE_CHARS, CasinoBot, Choice, Noted
+from .answer import MAX_ERROR_CHARS, call_hook, decide, error_text, hello, start_turn, to_choice  # noqa: F401
+from .bot import CasinoBot
 
 SERVICE_NAME = "casino.v1.BotService"
 log = logging.getLogger("casino_bot")
-
-
-MAX_ERROR_CHARS = 500  # of an error the referee keeps
-
-
-def _to_choice(turn: bot_pb2.Turn, value: Choice) -> bot_pb2.MoveChoice:
-    if isinstance(value, Noted):
-        choice = _to_choice(turn, value.choice)
-        choice.note = value.note[:MAX_NOTE_CHARS]
-        return choice
-    if isinstance(value, Move):
-        return bot_pb2.MoveChoice(turn_id=turn.turn_id, notation=str(value))
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value < len(turn.legal_moves):
-            raise ValueError(f"index {value} out of range (0..{len(turn.legal_moves) - 1})")
-        return bot_pb2.MoveChoice(turn_id=turn.turn_id, index=value)
-    if isinstance(value, str):
-        return bot_pb2.MoveChoice(turn_id=turn.turn_id, notation=value)
-    if isinstance(value, game_pb2.Move):
-        return bot_pb2.MoveChoice(turn_id=turn.turn_id, move=value)
-    raise TypeError(f"choose returned {type(value).__name__}; expected int, str or Move")
-
-
-def error_text(exc: BaseException) -> str:
-    """An exception as the referee records it: type, message and the line it was raised at
-    (``AttributeError: 'Move' object has no attribute 'x' (choose, my_bot.py:12)``)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" ({frames[-1].name}, {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}"[: MAX_ERROR_CHARS - len(where)] + where
 
 
 class _Servicer(bot_pb2_grpc.BotServiceServicer):
@@ -68,23 +36,16 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
             if event == "handshake":
                 hs = req.handshake
                 match = hs.match_id or "?"
-                try:
-                    bot.options = options_from_pb(hs.options)
-                except Exception:  # noqa: BLE001 (options the engine cannot use: the bot plays without them)
-                    bot.options = None
-                bot.time_control = hs.time_control
+                answer = hello(bot, hs)
                 log.info("match %s: %d game(s), %d players, %d ms/move, protocol %s", match, hs.games,
                          hs.options.players, hs.time_control.move_time_ms, hs.protocol_version)
-                yield bot_pb2.PlayResponse(hello=bot_pb2.Hello(
-                    name=bot.name, version=bot.version, protocol_version=PROTOCOL_VERSION,
-                    play_events=type(bot).on_play is not CasinoBot.on_play))  # events only if they are used
+                yield bot_pb2.PlayResponse(hello=answer)
             elif event == "turn":
-                bot.turn_started = time.monotonic()
-                bot.turn_started_cpu = time.process_time()
+                start_turn(bot)
                 if bot.threaded:
-                    yield bot_pb2.PlayResponse(move=await asyncio.to_thread(self._decide, bot, req.turn))
+                    yield bot_pb2.PlayResponse(move=await asyncio.to_thread(decide, bot, req.turn))
                 else:
-                    yield bot_pb2.PlayResponse(move=self._decide(bot, req.turn))
+                    yield bot_pb2.PlayResponse(move=decide(bot, req.turn))
             elif event == "game_start":
                 seat, side = req.game_start.seat, req.game_start.side
                 await self._hook(bot.on_game_start, req.game_start)
@@ -100,19 +61,8 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
         log.info("match %s: stream closed", match)
 
     @staticmethod
-    def _decide(bot: CasinoBot, turn: bot_pb2.Turn) -> bot_pb2.MoveChoice:
-        try:
-            return _to_choice(turn, bot.choose(turn))
-        except Exception as exc:  # a bug in the bot: play the first legal move, and say so to the referee
-            log.exception("choose failed; answering index 0 (reported to the referee as this bot's error)")
-            return bot_pb2.MoveChoice(turn_id=turn.turn_id, index=0, error=error_text(exc))
-
-    @staticmethod
     async def _hook(fn: Any, arg: Any) -> None:
-        try:
-            await asyncio.to_thread(fn, arg)
-        except Exception:
-            log.exception("%s failed", fn.__name__)
+        await asyncio.to_thread(call_hook, fn, arg)
 
 
 def _check_address(address: str) -> str | None:
