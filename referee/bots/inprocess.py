@@ -13,7 +13,7 @@ they are over gRPC. What differs is time:
   with ``threaded = True`` runs each call in a daemon thread of its own, which is abandoned there
   (it may keep running until the process exits); a bot with ``threaded = False`` runs in the
   game's thread, and in the main thread a watchdog thread's signal at the cap raises
-  ``HardCapExceeded`` inside the call (elsewhere nothing can stop it; nor can a signal stop a
+  ``_HardCapExceeded`` inside the call (elsewhere nothing can stop it; nor can a signal stop a
   call stuck in C code that never returns to Python). Either way the move is a timeout, the bot answers no more
   turns of that game (each is a timeout at once) and a new object replaces it before its next game.
 
@@ -53,7 +53,7 @@ T = TypeVar("T")
 _modules: dict[str, ModuleType] = {}  # bot files loaded in this process, by path: loaded once
 
 
-class HardCapExceeded(BaseException):
+class _HardCapExceeded(BaseException):
     """Raised by the watchdog's signal inside an in-process call past its hard cap (a BaseException, so a bot's
     ``except Exception`` does not swallow it)."""
 
@@ -140,7 +140,7 @@ class _Watchdog:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.deadline is not None and self.fired:  # a signal after the call returned is dropped
             self.deadline = None
-            raise HardCapExceeded
+            raise _HardCapExceeded
 
     def _watch(self) -> None:
         main = threading.main_thread().ident
@@ -204,7 +204,7 @@ class InProcessConnection:
             watchdog.deadline = time.monotonic() + cap_s
         try:
             return fn()
-        except HardCapExceeded:
+        except _HardCapExceeded:
             raise _Abandoned("interrupted") from None
         finally:
             if watchdog is not None:
