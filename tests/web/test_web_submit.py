@@ -376,6 +376,19 @@ def test_arena_web_refuses_a_bad_submit_setting_in_one_line(ladder_db: str, args
     assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 
+def test_arena_web_refuses_to_take_submissions_into_a_ladder_with_an_in_process_bot(ladder_db: str,
+                                                                                   tmp_path: Path) -> None:
+    """A submitted bot would play beside trusted code in the server's own process: refused up front."""
+    store = Store(ladder_db)
+    tid = store.tournament_id(LADDER)
+    assert tid is not None
+    store.add_bot(tid, "house", "inprocess:house_bot.py")
+    store.close()
+    done = arena_here("web", "--db", ladder_db, "--listen", "127.0.0.1:1", "--submit", LADDER, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f'--submit: ladder "{LADDER}" has in-process bot "house"' in done.stderr, done.stderr
+
+
 def test_a_check_that_runs_too_long_is_stopped_and_rejected_and_its_bot_killed(
         ladder_db: str, tokens: dict[str, str]) -> None:
     from tests.conftest import assert_no_bot_processes
