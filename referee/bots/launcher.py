@@ -137,6 +137,10 @@ class BotProcess:
         """The signal that killed the bot, read from its exit status (None: it exited)."""
         return -code if code < 0 else None
 
+    def limit_note(self) -> str:
+        """" (it had reached its process limit, N)" when its sandbox refused it processes, else ""."""
+        return ""
+
     @property
     def exit_description(self) -> str:
         if self.process is None or self.process.returncode is None:

@@ -150,7 +150,8 @@ class Builder:
             deadline = time.monotonic() + s.build_time_s
             while process.process.returncode is None:
                 if time.monotonic() >= deadline:
-                    return f"it ran longer than {s.build_time_s} s (build_time_s) and was stopped"
+                    # a fork bomb's survivors may outlive it: the limit it met is said too
+                    return f"it ran longer than {s.build_time_s} s (build_time_s) and was stopped{process.limit_note()}"
                 if await asyncio.to_thread(_size, package, limit) > limit:
                     return f"its folder grew past {s.build_size_mib} MiB (build_size_mib) and it was stopped"
                 with contextlib.suppress(asyncio.TimeoutError):

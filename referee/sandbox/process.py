@@ -220,12 +220,15 @@ class SandboxedProcess(BotProcess):
             return f"killed by the sandbox: memory limit ({self.settings.memory_mib} MiB)"
         return None
 
+    def limit_note(self) -> str:
+        if self.cgroup is not None and self.cgroup.stats().forks_refused:
+            return f" (it had reached its process limit, {self.settings.processes})"
+        return ""
+
     @property
     def exit_description(self) -> str:
         text = super().exit_description
-        if text != "running" and self.cgroup is not None and self.cgroup.stats().forks_refused:
-            text += f" (it had reached its process limit, {self.settings.processes})"
-        return text
+        return text if text == "running" else text + self.limit_note()
 
     def limits_reached(self) -> list[str]:
         lines = []
