@@ -8,7 +8,8 @@ stalled-jobs check only retries the jobs of silent workers, so it never runs aga
 left so counts as its game's job (the coordinator never queues the game again), keeps the queue
 from emptying, and when its game was to be retried, keeps the tournament from ending.
 
-``SteadyJobManager`` writes a job's end again on a new connection, a few times (``WRITE_WAITS_S``).
+``SteadyJobManager`` writes a job's end again on a new connection, a few times (``WRITE_WAITS_S``;
+once, while its worker knows the database to be down: each try would wait for the pool).
 When it still cannot, it tells its worker, which stops: a stopped worker's jobs lose their
 worker (``worker_id`` becomes NULL, or its heartbeat ages) and the stalled-jobs check of the
 worker that replaces it retries them. A retried game job whose game was stored finds nothing to
@@ -17,6 +18,12 @@ play and ends.
 A write is retried only after a connection error. If the database applied a write whose answer
 was lost, the next try finds the job no longer ``doing`` and raises; after a lost answer that
 means the first try landed, and it is taken as done.
+
+A job no longer ``doing`` at the first try is a late worker's: it was frozen (SIGSTOP, a VM
+paused, swapping) past the stall threshold, the stalled-jobs check gave its job to another worker,
+which played the game again and ended the job. Its game's result was dropped (the attempt guard);
+its job's end is dropped too, with one INFO line, not raised (procrastinate would leak it as a
+task's unretrieved exception, a traceback in the log).
 """
 
 from __future__ import annotations
@@ -52,9 +59,10 @@ class SteadyJobManager(JobManager):
     docstring). ``on_lost(job_id, error)`` is called, instead of raising, when a write still fails
     after every try."""
 
-    def __init__(self, connector: object, on_lost: OnLost) -> None:
+    def __init__(self, connector: object, on_lost: OnLost, database_down: Callable[[], bool] = lambda: False) -> None:
         super().__init__(connector)  # type: ignore[arg-type]
         self.on_lost = on_lost
+        self.database_down = database_down  # an outage is known: one try is enough, the job is left to the queue
 
     async def finish_job(self, job: jobs.Job, status: jobs.Status, delete_job: bool) -> None:
         await self._steadily(job, "finish", lambda: super(SteadyJobManager, self).finish_job(job, status, delete_job))
@@ -75,14 +83,19 @@ class SteadyJobManager(JobManager):
                              extra={"job_id": job.id})
                 return
             except queue_errors.ConnectorException as exc:
-                if lost is not None and NOT_DOING in str(exc.__cause__):
-                    log.info("job %s: its %s had landed before its connection broke", job.id, what,
-                             extra={"job_id": job.id})
+                if NOT_DOING in str(exc.__cause__):
+                    if lost is not None:
+                        log.info("job %s: its %s had landed before its connection broke", job.id, what,
+                                 extra={"job_id": job.id})
+                    else:
+                        log.info("job %s: already ended by another worker (this one was too late: the job was "
+                                 "retried while it was silent); its %s is dropped", job.id, what,
+                                 extra={"job_id": job.id})
                     return
                 if not connection_lost(exc):
                     raise
                 lost = exc
-                if wait_s is None:
+                if wait_s is None or self.database_down():
                     break
                 log.warning("job %s: its %s could not be written (%s); trying again in %g s", job.id, what,
                             first_line(exc.__cause__ or exc), wait_s, extra={"job_id": job.id})
