@@ -18,14 +18,21 @@ longest game and the clock), writing its plays to the live table meanwhile, and 
   them (counted in the store), then it is failed for the operator, never rated. The caller stops
   taking games until the condition clears (the runner ends the run, exit 4; a worker pauses).
 
+Each of these is written only if this attempt still owns the game. A late attempt (its worker
+frozen past the stall threshold while another attempt took the game over) stores nothing and
+puts nothing back: its result, its failure (a game past its time bound, counted while it was
+frozen) and its platform fault (a timeout that ran out while it was frozen) are all dropped, in
+the one "no longer ours" line (``NotOurs``), and its caller neither retries nor pauses.
+
 The caller decides what comes next from the ``Outcome`` (rate, report, retry the job).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +66,10 @@ class Played:
 
 @dataclass(frozen=True, slots=True)
 class NotOurs:
-    """Played, but another attempt owns the game now: nothing was stored."""
+    """Another attempt owns the game now: nothing of this one was stored (its report when it was
+    played to its end; None when it failed or met a platform fault)."""
 
-    report: GameReport
+    report: GameReport | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,34 +125,62 @@ class ClaimedGames:
             raise
         except PlatformFault as fault:  # the platform's, not a bot's nor the game's: no traceback, no result
             error = f"platform fault {task.faults + 1}/{MAX_PLATFORM_FAULTS} ({fault.condition}): {fault}"
-            self.log.warning("game %d (attempt %d) could not be played: %s", task.number, task.attempt, error,
-                             extra=self._fields(task, setup, fields, error))
+            fault_line = ("game %d (attempt %d) could not be played: %s", task.number, task.attempt, error)
             if live is not None:
                 await live.done(task)
-            failed = await self.db(store.fault, task, error, MAX_PLATFORM_FAULTS, then)
-            return Faulted(fault, bool(failed))
+            with self._said_if_raised(logging.WARNING, fault_line, task, setup, fields, error):
+                failed = await self.db(store.fault, task, error, MAX_PLATFORM_FAULTS, then)
+            if failed is None:  # a late attempt's (its worker was frozen): the game is another's now
+                return await self._dropped(task, setup, fields, f"its platform fault ({fault.condition})", None)
+            self.log.warning(*fault_line, extra=self._fields(task, setup, fields, error))
+            return Faulted(fault, failed)
         except Exception as exc:  # the referee's own failure, not a bot's: retry, then give up
             error = HUNG if isinstance(exc, _Hung) else f"{type(exc).__name__}: {exc}"
             # the database gone (an outage, said once by the process: store/outage.py): no traceback per game
             outage = unreachable(exc)
-            self.log.log(logging.WARNING if outage else logging.ERROR, "game %d (attempt %d) could not be played%s",
-                         task.number, task.attempt, f": {first_line(exc)}" if outage else "", exc_info=not outage,
-                         extra=self._fields(task, setup, fields, error))
+            level = logging.WARNING if outage else logging.ERROR
+            failure_line = ("game %d (attempt %d) could not be played%s", task.number, task.attempt,
+                            f": {first_line(exc)}" if outage else "")
             if live is not None:
                 await live.done(task)
             final = task.attempt - task.faults >= MAX_ATTEMPTS  # the platform's attempts are not the referee's
-            await self.db(store.fail, task, error, not final, then if final else None)
+            with self._said_if_raised(level, failure_line, task, setup, fields, error, None if outage else exc):
+                owned = await self.db(store.fail, task, error, not final, then if final else None)
+            if not owned:  # a late attempt's (a game past its time bound while its worker was frozen, say)
+                return await self._dropped(task, setup, fields, "its failure", None)
+            self.log.log(level, *failure_line, exc_info=None if outage else exc,
+                         extra=self._fields(task, setup, fields, error))
             return Failed(error, final, exc)
         if live is not None:
             await live.done(task)  # no write of its row after the one that deletes it
         if not await self.db(store.finish, task, report.result, report.record, then):
-            level = await self.not_ours() if self.not_ours is not None else logging.WARNING
-            self.log.log(level, "game %d attempt %d was no longer ours; result dropped", task.number, task.attempt,
-                         extra=self._fields(task, setup, fields, "no longer ours"))
-            return NotOurs(report)
+            return await self._dropped(task, setup, fields, "result", report)
         self.log.info("game %d stored (attempt %d): %s", task.number, task.attempt, report.result.reason,
                       extra=self._fields(task, setup, fields, report.result.reason))
         return Played(report)
+
+    async def _dropped(self, task: GameTask, setup: GameSetup | None, fields: dict[str, object] | None, what: str,
+                       report: GameReport | None) -> NotOurs:
+        """Another attempt owns the game now: what this one ended with (its result, its failure, its
+        platform fault) is dropped, in one line at the caller's ``not_ours`` level (a WARNING
+        without it: nothing should have taken the game from this attempt)."""
+        level = await self.not_ours() if self.not_ours is not None else logging.WARNING
+        self.log.log(level, "game %d attempt %d was no longer ours; %s dropped", task.number, task.attempt, what,
+                     extra=self._fields(task, setup, fields, "no longer ours"))
+        return NotOurs(report)
+
+    @contextlib.contextmanager
+    def _said_if_raised(self, level: int, line: tuple[object, ...], task: GameTask, setup: GameSetup | None,
+                        fields: dict[str, object] | None, reason: str,
+                        exc_info: BaseException | None = None) -> Iterator[None]:
+        """A failed game's line is said once its store call says whether the attempt still owned the
+        game (a late one's is dropped quietly); when that call raises (the database gone), it is said
+        before the error goes on."""
+        try:
+            yield
+        except BaseException:
+            self.log.log(level, *line, exc_info=exc_info, extra=self._fields(task, setup, fields, reason))
+            raise
 
     @staticmethod
     def _fields(task: GameTask, setup: GameSetup | None, fields: dict[str, object] | None,

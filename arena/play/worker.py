@@ -367,11 +367,11 @@ class QueueWorker:
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
 
     async def _not_ours_level(self, job_id: int) -> int:
-        """The level of the line of a game result dropped as no longer ours. This worker was too late
-        (frozen past the stall threshold: its job was retried): when another worker has ended the
-        job, the job's end says so once, at INFO (job_status.py), and this line is DEBUG; when
-        another worker plays it now, this line is that INFO one; otherwise (nothing should have
-        taken the game), a WARNING."""
+        """The level of the line of a game's end (its result, failure or platform fault) dropped as
+        no longer ours. This worker was too late (frozen past the stall threshold: its job was
+        retried): when the job is no longer this worker's (another worker ended it, plays it, or it
+        waits in the queue again), the job's end says so once, at INFO (job_status.py), and this line
+        is DEBUG; otherwise (nothing should have taken the game), a WARNING."""
         try:
             rows = await self.app.connector.execute_query_all_async(
                 "SELECT status, worker_id FROM procrastinate_jobs WHERE id = %(id)s", id=job_id)
@@ -379,10 +379,10 @@ class QueueWorker:
             log.debug("job %d: could not read its status: %s", job_id, first_line(exc))
             return logging.WARNING
         row = rows[0] if rows else None
-        if row is None or row["status"] != "doing":  # ended (a success is deleted) by the worker that replayed it
+        if row is None or row["status"] != "doing":  # ended (a success is deleted) or put back by the stalled check
             return logging.DEBUG
         mine = self._worker.worker_id if self._worker is not None else None
-        return logging.INFO if row["worker_id"] != mine else logging.WARNING
+        return logging.DEBUG if row["worker_id"] not in (None, mine) else logging.WARNING
 
     async def _play_on_executor(self, job: GameJob, seats: list[SeatBot], observe: Observer | None) -> GameReport:
         """Play on the job's executor, counted as in use meanwhile (``_retire_idle``)."""
@@ -512,8 +512,7 @@ class QueueWorker:
                     # (never at once: a side task failing for another reason would restart it in a loop).
                     # Its error is not an outage of its own: it may come from the outage the watch
                     # has seen end already; the database's answer now says whether one goes on
-                    log.info("worker %s: the queue stopped (%s)", self.name,
-                             first_line(error.__cause__ or error) if error is not None else "a job's end was lost")
+                    log.info("worker %s: the queue stopped (%s)", self.name, _why_stopped(error))
                     await asyncio.sleep(RESTART_WAIT_S)
                     await outage.call(ping, self.store.engine)
                     log.info("worker %s: taking jobs again", self.name)
@@ -571,6 +570,18 @@ class QueueWorker:
             sys.stderr.write(f"arena worker: {row['n']} queued game(s) are for version {version}, this worker is "
                              f"{compatibility()}: not taking them (run a worker of that version)\n")
             sys.stderr.flush()
+
+
+def _why_stopped(error: BaseException | None) -> str:
+    """Why procrastinate's worker stopped by itself, for the worker's INFO line."""
+    if error is None:
+        return "a job's end was lost"
+    cause = error.__cause__ or error
+    if isinstance(cause, psycopg.errors.ForeignKeyViolation) and "worker_id" in str(cause):
+        # its fetch named a registration that is gone: another worker's start pruned it while this
+        # one sent no heartbeat for over --stalled-after (frozen, a paused VM); its jobs were retried
+        return "its registration was pruned while it was silent; registering again"
+    return first_line(cause)
 
 
 async def run_worker(settings: WorkerSettings) -> int:

@@ -9,18 +9,21 @@ test_platform_pause.py."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from arena.config import load_config
-from arena.play.claimed import MAX_PLATFORM_FAULTS
+from arena.play.claimed import MAX_PLATFORM_FAULTS, ClaimedGames, NotOurs
 from arena.play.executor import SeatBot
-from arena.play.runner import TournamentRunner, current_standings, open_tournament
+from arena.play.runner import TournamentRunner, current_standings, game_setup, open_tournament
 from arena.rating.standings import standings_json
-from arena.store.models import GameSeat
-from arena.store.store import Store
+from arena.store.models import Game, GameSeat
+from arena.store.store import GameTask, Store
+from referee.bots.endpoint import BotEndpoint
 from referee.errors import EXIT_PLATFORM, PlatformFault
 from referee.match.game import Observer
 from referee.match.report import GameReport
@@ -155,3 +158,50 @@ def _standings(path: Path) -> str:
         return standings_json(current_standings(store, tid))
     finally:
         store.close()
+
+
+# --- a late attempt: its worker frozen while another attempt took the game over ---------------------
+
+
+@pytest.mark.parametrize("ending", ["fault", "failure", "result"])
+def test_what_a_late_attempt_ends_with_is_dropped_in_one_line_and_counts_for_nothing(
+        ending: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # a worker frozen past the stall threshold wakes with its game another attempt now owns: a
+    # platform fault (a timeout that ran out while it was frozen), a failure (its time bound
+    # counted the freeze) or a result is dropped, nothing is counted against the game, nothing
+    # puts it back, no traceback: the caller (a worker) neither retries the job nor pauses
+    path = tournament(tmp_path / "late")
+    config = load_config(path)
+    store = Store(config.database)
+    try:
+        tid = open_tournament(store, config)
+        [late] = store.claim(tid, 1)
+        taken: list[GameTask] = []
+
+        async def play(setup: GameSetup, observe: Observer | None) -> GameReport:
+            assert store.requeue_running(tid) == 1  # the stalled-jobs check gave the game to another attempt
+            taken.extend(store.claim(tid, 1))
+            if ending == "fault":
+                raise PlatformFault("sandbox", "bwrap could not be run: timed out after 10 seconds")
+            if ending == "failure":
+                raise RuntimeError("the game took longer than its time control allows")
+            return await FakeExecutor().play(setup, [SeatBot(b["name"], BotEndpoint.parse(b["address"]))
+                                                     for b in BOTS[:2]], observe)
+
+        async def quietly() -> int:
+            return logging.DEBUG  # what a worker's not_ours says once its job is another worker's
+
+        games = ClaimedGames(store, asyncio.to_thread, logging.getLogger("arena.test.late"), not_ours=quietly)
+        setup = game_setup(config, late.number, late.seat_bots, late.deck_seed)
+        with caplog.at_level(logging.DEBUG, logger="arena.test.late"):
+            outcome = asyncio.run(games.play(late, lambda: setup, play))
+        game = next(g for g in store.games(tid) if g.number == late.number)
+        with store.session() as s:
+            faults = s.scalar(select(Game.platform_faults).where(Game.id == late.id))
+    finally:
+        store.close()
+    assert isinstance(outcome, NotOurs) and (outcome.report is not None) == (ending == "result")
+    assert [(t.id, t.attempt) for t in taken] == [(late.id, 2)]
+    assert (game.status, game.attempt, game.error, game.result, faults) == ("running", 2, None, None, 0)
+    assert [(r.levelno, r.exc_info) for r in caplog.records] == [(logging.DEBUG, None)], caplog.text
+    assert f"game {late.number} attempt 1 was no longer ours; " in caplog.text

@@ -312,18 +312,19 @@ def test_a_job_end_write_whose_connection_is_cut_is_written_again(
 def test_a_job_end_whose_answer_was_lost_after_it_landed_is_taken_as_written(
         pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
     # the database applied the write but its answer never came back: the next try finds the job
-    # gone ("not in doing"), which after a lost answer means the first try landed
+    # gone (no longer this worker's), which after a lost answer means the first try landed
     Store(pg_url).close()  # the arena's schema, procrastinate's included
     lied: list[str] = []
     lost: list[int] = []
 
     class AnswerLosingConnector(procrastinate.PsycopgConnector):
         """Runs each query, then loses the answer of the first job-end write (the network's fault)."""
-        async def execute_query_async(self, query: Any, **arguments: Any) -> None:
-            await super().execute_query_async(query, **arguments)
+        async def execute_query_all_async(self, query: Any, **arguments: Any) -> list[dict[str, Any]]:
+            rows = await super().execute_query_all_async(query, **arguments)
             if "finish_job" in query and not lied:
                 lied.append(query)
                 raise queue_errors.ConnectorException() from psycopg.OperationalError("server closed the connection")
+            return rows
 
     async def scenario() -> int:
         connector = AnswerLosingConnector(conninfo=libpq(pg_url))
@@ -343,6 +344,46 @@ def test_a_job_end_whose_answer_was_lost_after_it_landed_is_taken_as_written(
     assert len(lied) == 1 and lost == []
     assert query(pg_url, "SELECT id FROM procrastinate_jobs WHERE id = %s", (job_id,)) == []
     assert "had landed before its connection broke" in caplog.text, caplog.text
+
+
+def test_a_late_workers_job_end_leaves_the_job_another_worker_took_alone(
+        pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    # worker A is frozen past the stall threshold; the stalled-jobs check puts its job back and
+    # worker B fetches it. A's late end (a retry, then a finish) must neither queue B's job again
+    # nor delete it under B; once B has ended it, A's end is dropped too. One INFO line each, no raise.
+    Store(pg_url).close()  # the arena's schema, procrastinate's included
+    lost: list[int] = []
+
+    async def scenario() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        connector = procrastinate.PsycopgConnector(conninfo=libpq(pg_url))
+        app = procrastinate.App(connector=connector)
+        app.job_manager = SteadyJobManager(connector, lambda job_id, _error: lost.append(job_id))
+        app.task(name="arena.test_task", queue="arena-test")(lambda: None)
+        async with app.open_async():
+            job_id = await app.configure_task("arena.test_task", queue="arena-test").defer_async()
+            a, b = await app.job_manager.register_worker(), await app.job_manager.register_worker()
+            late = await app.job_manager.fetch_job(queues=["arena-test"], worker_id=a)
+            assert late is not None and late.id == job_id and late.worker_id == a
+            [stalled] = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=0)  # as if A stopped beating
+            await app.job_manager.retry_job(stalled)  # the stalled-jobs check: its end is the check's to write
+            taken = await app.job_manager.fetch_job(queues=["arena-test"], worker_id=b)
+            assert taken is not None and taken.id == job_id
+            await app.job_manager.retry_job(late)
+            await app.job_manager.finish_job(late, jobs.Status.FAILED, delete_job=False)
+            under_b = query(pg_url, "SELECT status, worker_id FROM procrastinate_jobs WHERE id = %s", (job_id,))
+            await app.job_manager.finish_job(taken, jobs.Status.SUCCEEDED, delete_job=True)
+            await app.job_manager.retry_job(late)
+            return under_b, query(pg_url, "SELECT id FROM procrastinate_jobs WHERE id = %s", (job_id,))
+
+    with caplog.at_level(logging.INFO, logger="arena.play.job_status"):
+        under_b, after = asyncio.run(scenario())
+    assert under_b == [("doing", under_b[0][1])] and under_b[0][1] is not None, under_b
+    assert after == [] and lost == []
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 3 and all(r.levelno == logging.INFO for r in caplog.records), said
+    assert "taken over by another worker" in said[0] and "its retry is dropped" in said[0], said
+    assert "taken over by another worker" in said[1] and "its finish is dropped" in said[1], said
+    assert "already ended by another worker" in said[2] and "its retry is dropped" in said[2], said
 
 
 def test_a_worker_that_cannot_write_a_job_end_starts_again_and_the_job_is_retried(
