@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -170,3 +172,38 @@ def test_no_uid_left_to_lease_is_the_platforms_fault(tmp_path: Path) -> None:
     assert raised.value.condition == "sandbox"
     assert f"cannot lease a uid for the bot: every sandbox uid ({first} to {first}) is in use" in str(raised.value)
     assert_no_bot_processes()
+
+
+PROBER = """
+import json, sys
+from referee.sandbox import machine
+machine.PROBE_TIMEOUT_S = 1
+tools = json.loads(sys.argv[1])
+print(json.dumps(machine._try_bwrap(tools, machine.os.geteuid() == 0, seccomp=sys.argv[2] == "1")))
+"""
+
+
+@pytest.mark.parametrize("seccomp", [False, True])
+def test_a_prober_stopped_while_bubblewrap_ran_tries_again_instead_of_giving_up_the_sandbox(
+        seccomp: bool, tmp_path: Path) -> None:
+    """The probe's answer holds for the whole process (a worker's every game, where mode "auto"
+    falls back to "limits" without bubblewrap). Its trial is timed by the wall clock, so a prober
+    stopped while bwrap ran (SIGSTOP, a paused VM) found its deadline passed on waking: "bwrap could
+    not be run: ... timed out". Here bwrap's first run stops its prober (1 s deadline) for 1.5 s and
+    continues it: the trial is made again and bubblewrap is found to work."""
+    from referee.sandbox.seccomp import program
+
+    if seccomp and program()[1] is not None:
+        pytest.skip(f"no system-call filter here: {program()[1]}")
+    machine = probe()
+    first = tmp_path / "stopped-once"
+    wrapper = tmp_path / "bwrap"
+    wrapper.write_text(f"#!/bin/sh\nif [ ! -e {first} ]; then : > {first}; kill -STOP $PPID; sleep 1.5; "
+                       f"kill -CONT $PPID; fi\nexec {shlex.quote(machine.tools['bwrap'] or 'bwrap')} \"$@\"\n")
+    wrapper.chmod(0o755)
+    tools = {**machine.tools, "bwrap": str(wrapper)}
+    done = subprocess.run([sys.executable, "-c", PROBER, json.dumps(tools), "1" if seccomp else "0"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert first.exists(), "the first trial stopped its prober"
+    assert json.loads(done.stdout) is None, done.stdout
