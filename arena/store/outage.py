@@ -1,8 +1,8 @@
 """Riding out a database outage (a restart, a failover, a server down for a while).
 
 The long-running commands (``arena run --queue``, ``arena serve``, ``arena worker``, ``arena web``)
-retry what the database refused for want of a connection, with a growing wait between tries,
-for up to a window (``--db-outage S``, else the ``ARENA_DB_OUTAGE_S`` environment variable, else
+retry what the database refused for want of a connection, with a growing wait between tries
+(0.5 s to 5 s, or to ``ARENA_DB_RETRY_MAX_S``), for up to a window (``--db-outage S``, else the ``ARENA_DB_OUTAGE_S`` environment variable, else
 ``DEFAULT_OUTAGE_S``; docs/scale-out.md, "What survives what"). They say one line when the
 database goes ("arena: database unreachable (…); retrying for up to 300 s") and one when it comes
 back, and when it stays away past the window they stop with one line and exit status 2
@@ -32,6 +32,7 @@ T = TypeVar("T")
 OUTAGE_ENV = "ARENA_DB_OUTAGE_S"
 DEFAULT_OUTAGE_S = 300.0
 BACKOFF_S = (0.5, 1.0, 2.0, 3.0, 5.0)  # the waits between tries; the last one repeats
+RETRY_MAX_ENV = "ARENA_DB_RETRY_MAX_S"  # the longest of those waits (a database back is seen within it)
 PREFIX = "arena: "
 
 _given_s: float | None = None  # --db-outage, when the command line had it
@@ -62,6 +63,21 @@ def window_s() -> float:
         value = -1.0
     if not value >= 0:
         raise UsageError(f"{OUTAGE_ENV} must be a number of seconds, at least 0, not {quoted(raw)}")
+    return value
+
+
+def retry_max_s() -> float:
+    """The longest wait between two tries while the database is unreachable: ``ARENA_DB_RETRY_MAX_S``,
+    else the last of ``BACKOFF_S`` (5 s); how late, at most, a process sees the database back."""
+    raw = os.environ.get(RETRY_MAX_ENV, "").strip()
+    if not raw:
+        return BACKOFF_S[-1]
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{RETRY_MAX_ENV} must be a number of seconds above 0, not {quoted(raw)}")
     return value
 
 
@@ -108,6 +124,7 @@ class Outage:
         self.meanwhile = meanwhile  # what the process does meanwhile, for its line (default: it retries)
         self.give_up = give_up  # once set (the command is stopping), a call fails at its next failed try
         self.window_s = window_s() if window is None else window
+        self.retry_max_s = retry_max_s()
         self.say = say
         self.down_since: float | None = None  # monotonic, while the database is unreachable
         self.outages = 0  # how many began (for tests and metrics)
@@ -132,7 +149,7 @@ class Outage:
                 raise DatabaseUnavailableError(
                     f"database {self.where} unreachable for {elapsed:.0f} s ({reason(exc)}): stopped "
                     f"(the outage window is {self.window_s:g} s: --db-outage or {OUTAGE_ENV})") from None
-            wait = BACKOFF_S[min(self._tries, len(BACKOFF_S) - 1)]
+            wait = min(BACKOFF_S[min(self._tries, len(BACKOFF_S) - 1)], self.retry_max_s)
             self._tries += 1
             return min(wait, max(self.window_s - elapsed, 0.05))
 
@@ -179,5 +196,5 @@ class Outage:
             return result
 
 
-__all__ = ["DEFAULT_OUTAGE_S", "OUTAGE_ENV", "DatabaseUnavailableError", "Outage", "ping", "reason", "set_window", "unreachable",
-           "window_s"]
+__all__ = ["DEFAULT_OUTAGE_S", "OUTAGE_ENV", "RETRY_MAX_ENV", "DatabaseUnavailableError", "Outage", "ping", "reason",
+           "retry_max_s", "set_window", "unreachable", "window_s"]

@@ -149,8 +149,10 @@ def test_a_worker_whose_disk_is_full_pauses_and_the_other_plays_every_game(
     procs: list[subprocess.Popen[bytes]] = []
     with full_tmpfs(tmp_path / "full-disk") as filler:
         try:
-            # the worker with the full disk first, alone: it takes a game, cannot start its bots, pauses
-            bad = start_worker(pg_url, bad_log, extra=["--logs", str(tmp_path / "full-disk"), "--pause-check", "1",
+            # the worker with the full disk first, alone: it takes a game, cannot start its bots, pauses;
+            # its checks 0.25 s, then doubling up to 12 times that (3 s): the space freed below is seen
+            # within 3 s, not the 12 s a 1 s first wait grows to while the other worker plays every game
+            bad = start_worker(pg_url, bad_log, extra=["--logs", str(tmp_path / "full-disk"), "--pause-check", "0.25",
                                                        "--metrics-listen", "127.0.0.1:0"])
             procs.append(bad)
             metrics = metrics_url(file_reader(bad_log), lambda: bad.poll() is None)

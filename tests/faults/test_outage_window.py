@@ -58,3 +58,17 @@ def test_an_outage_is_said_once_and_its_end_once_and_past_the_window_it_stops() 
     time.sleep(0.25)
     with pytest.raises(outage.DatabaseUnavailableError, match="unreachable for"):
         watch.failed(error)
+
+
+def test_the_longest_wait_between_tries_is_5_s_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = psycopg.OperationalError("connection refused")
+    monkeypatch.delenv(outage.RETRY_MAX_ENV, raising=False)
+    watch = outage.Outage("db", window=1000, say=lambda line: None)
+    assert [watch.failed(error) for _ in range(7)] == [0.5, 1.0, 2.0, 3.0, 5.0, 5.0, 5.0]
+    monkeypatch.setenv(outage.RETRY_MAX_ENV, "1.5")
+    watch = outage.Outage("db", window=1000, say=lambda line: None)
+    assert [watch.failed(error) for _ in range(5)] == [0.5, 1.0, 1.5, 1.5, 1.5]
+    for bad in ("0", "-1", "soon", "nan", "inf"):
+        monkeypatch.setenv(outage.RETRY_MAX_ENV, bad)
+        with pytest.raises(UsageError, match=outage.RETRY_MAX_ENV):
+            outage.Outage("db", window=1000)
