@@ -18,6 +18,11 @@ QUEUE_STALLED = Gauge("arena_queue_stalled_jobs", "Running game jobs whose worke
 QUEUE_RETRIED = Gauge("arena_queue_retried_jobs", "Waiting or running game jobs that ran before (attempts > 0).")
 QUEUE_WORKERS = Gauge("arena_queue_workers", "Workers with a recent heartbeat.")
 WORKER_JOBS = Counter("arena_worker_jobs", "Jobs this worker ran, by task and outcome.", ["task", "outcome"])
+WORKER_PAUSED = Gauge("arena_worker_paused", "1 while this worker takes no games after a platform fault, "
+                      "until its check of the condition passes; else 0.")
+WORKER_PAUSES = Counter("arena_worker_pauses", "Times this worker paused after a platform fault, by condition "
+                        "(disk, descriptors, memory, sandbox, runtime, database).", ["condition"])
+QUEUE_PAUSED = Gauge("arena_queue_paused_workers", "Live workers paused by a platform fault (any tournament's).")
 WEB_REQUESTS = Counter("arena_web_requests", "Requests the web app answered, by route (its path template) "
                        "and status code.", ["route", "status"])
 WEB_SECONDS = Histogram("arena_web_request_seconds", "Time the web app took to answer, by route.", ["route"],

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .errors import ListenError
+from .errors import ListenError, PlatformFault
 
 if TYPE_CHECKING:
     from prometheus_client import Counter, Gauge, Histogram
@@ -200,7 +200,10 @@ def observe_game(bots: Sequence[str], termination: str, reason: str, duration_s:
 
 
 def error_label(exc: BaseException) -> str:
-    """The ``error`` label of a game that ended without a result."""
+    """The ``error`` label of a game that ended without a result: ``platform_<condition>`` for a
+    PlatformFault (``platform_disk``, ``platform_sandbox``...), ``cancelled``, else the class name."""
+    if isinstance(exc, PlatformFault):
+        return f"platform_{exc.condition}"
     return "cancelled" if isinstance(exc, asyncio.CancelledError) else type(exc).__name__
 
 

@@ -69,8 +69,14 @@ def arena_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "arena.cli", *args]
 
 
+# a database back after an outage is seen within this by the tests' arena processes (5 s by default:
+# a coordinator or a worker waiting that long for it only made fault tests longer)
+DB_RETRY_MAX_S = "1"
+
+
 def arena_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
+    """The environment of an `arena` process a test starts: this checkout's code, quick retries in an outage."""
+    return {**os.environ, "PYTHONPATH": str(ROOT), "ARENA_DB_RETRY_MAX_S": DB_RETRY_MAX_S}
 
 
 def marked_processes(marker: str) -> list[tuple[int, str]]:

@@ -27,7 +27,7 @@ from referee.logs import configure as configure_logging
 from ..errors import ArenaError, UsageError, one_line, quoted, shown
 from ..play.joblog import job_fields
 from .compare import add_compare_parser, add_gauntlet_parser
-from .console import PROG, make_console
+from .console import PROG, add_outage_argument, make_console
 from .migrate import add_migrate_parser
 from .submissions import add_submissions_parser
 from .users import add_users_parser
@@ -101,7 +101,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from ..play.worker import WorkerSettings, run_worker
 
     given = {"heartbeat_s": args.heartbeat, "stalled_after_s": args.stalled_after, "grace_s": args.grace,
-             "bots_idle_s": args.bots_idle}
+             "bots_idle_s": args.bots_idle, "pause_s": args.pause_check}
     settings = WorkerSettings(args.db, args.concurrency, Path(args.logs) if args.logs else None, name=args.name or "",
                               **{key: value for key, value in given.items() if value is not None})
     return run_async(args, lambda: run_worker(settings))
@@ -401,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="queue the games for `arena worker` processes (PostgreSQL) and follow them (docs/scale-out.md)")
     p.add_argument("--detach", action="store_true", help="with --queue: return once the games are queued")
     add_metrics_argument(p)
+    add_outage_argument(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("worker", help="play queued games of any tournament in a PostgreSQL database (--queue runs)")
@@ -415,7 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="the worker's name in `arena status` (default host:pid)")
     p.add_argument("--bots-idle", type=float, metavar="S", help="seconds a tournament's bot processes are kept "
                    "without a game of it before they are stopped (default 300)")
+    p.add_argument("--pause-check", type=float, metavar="S", help="after a platform fault (a full disk under "
+                   "--logs) the worker takes no games and checks again after S seconds, doubling the wait up to "
+                   "12 times S (default 5)")
     add_metrics_argument(p)
+    add_outage_argument(p)
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("status", help="a queued tournament: queue depth, workers, running, stalled and retried games")
@@ -453,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue", action="store_true",
                    help="queue each round's games for `arena worker` processes (PostgreSQL; docs/scale-out.md)")
     add_metrics_argument(p)
+    add_outage_argument(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("bots", help="change a ladder's pool between rounds: add, remove, list")
@@ -495,6 +501,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_format, logging.INFO if args.verbose else logging.ERROR,
                       "%(asctime)s %(levelname)s %(name)s: %(message)s", fields_from=[job_fields])
     try:
+        if getattr(args, "db_outage", None) is not None:
+            from ..store.outage import set_window
+
+            set_window(args.db_outage)
         return int(args.func(args))
     except (ArenaError, RefereeError) as exc:  # the arena's and the referee's (an endpoint, an option)
         from ..config import ConfigError
@@ -511,6 +521,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:
+        # the database went away where no outage is ridden out (a short command, a start): one
+        # line and exit 2, as for any unreachable database; anything else is a bug, with its traceback
+        if "sqlalchemy" not in sys.modules and "psycopg" not in sys.modules:
+            raise
+        from ..store.outage import reason, unreachable
+
+        if not unreachable(exc):
+            raise
+        sys.stderr.write(f"{PROG}: error: database unreachable: {one_line(reason(exc))}\n")
+        return 2
 
 
 if __name__ == "__main__":

@@ -19,8 +19,10 @@ def print_status(store: Store, tid: int, config: TournamentConfig, fmt: str) -> 
         return 0
     g = status["games"]
     total = sum(g.values())
+    by_platform = (f" ({status['failed_by_platform']} by platform faults, nobody's failure: `arena games "
+                   f"{config.path.name} --failed`)") if status["failed_by_platform"] else ""
     lines = [f"tournament {config.name!r}: {g['done']}/{total} games done, {g['running']} running, "
-             f"{g['pending']} pending, {g['failed']} failed"]
+             f"{g['pending']} pending, {g['failed']} failed{by_platform}"]
     if "games_per_s" in status:
         lines.append(f"rate: {status['games_per_s']:.2f} games/s (the games finished in the last {RATE_WINDOW_S} s "
                      "of play)")
@@ -35,5 +37,8 @@ def print_status(store: Store, tid: int, config: TournamentConfig, fmt: str) -> 
             lines.append(f"  worker {w['name']}: {w['running']} game(s) running, {age}")
         if not q["workers"]:
             lines.append("  no worker is playing a game of it now")
+        for p in q["paused"]:
+            lines.append(f"  worker {p['name']}: paused since {p['since']} by a platform fault ({p['condition']}: "
+                         f"{p['reason']}), next check at {p['next_check_at']}")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

@@ -26,6 +26,7 @@ from ..web.settings import (
     parse_public_url,
     parse_trusted_proxy,
 )
+from .console import add_outage_argument
 
 
 def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -59,6 +60,7 @@ def add_web_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--events-total", type=int, default=EVENTS_TOTAL, metavar="N",
                    help=f"live game streams open at once in all (default {EVENTS_TOTAL})")
     add_metrics_argument(p)
+    add_outage_argument(p)
     p.set_defaults(func=cmd_web)
 
 

@@ -3,13 +3,16 @@
 the same transaction that wrote it, then follows the run in the database until every game is
 settled, reporting progress through the same events as a local run (session.py), so the same
 live display shows it. It plays nothing itself, and it never puts a running game back: a game is
-a worker's until that worker finishes it or is found dead by the queue (worker.py).
+a worker's until that worker finishes it or is found dead by the queue (worker.py). Once the run
+has started, a database outage is ridden out for the outage window (store/outage.py), and past
+it the run stops with one line and exit status 2.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import procrastinate
@@ -19,6 +22,7 @@ from ..config import TournamentConfig
 from ..rating.standings import Standings
 from ..store.lease import Lease
 from ..store.models import Game, GameStatus
+from ..store.outage import Outage
 from ..store.store import Store
 from .queue import GameJob, defer_games, games_without_job, make_app, release_orphaned_games, require_postgresql
 from .queue_status import QueueGauges
@@ -57,6 +61,9 @@ class QueuedSession:
         assert self._store is not None, "standings_now is for the length of run()"
         return await asyncio.to_thread(current_standings, self._store, self._tid, self.config.standings)
 
+    def _report(self, number: int, error: str, settled: int, total: int, rate: float) -> None:
+        self.events.game_finished(GameFinished(number, error, settled, total, rate))
+
     def _queue_missing(self, conn: Connection, tid: int) -> int:
         count = queue_missing(self._app, self.config, conn, tid)
         self.queued += count
@@ -71,19 +78,23 @@ class QueuedSession:
             lease = await asyncio.to_thread(Lease.acquire, store, tid, config.name, "run --queue")
             loop = asyncio.get_running_loop()
             lease.when_lost(lambda: loop.call_soon_threadsafe(self._stopping.set))
-            # a resume: games a killed coordinator scheduled without jobs, or whose jobs were aborted
-            await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_missing(conn, tid))
-            counts = await asyncio.to_thread(store.counts, tid)
+            # a resume: games a killed coordinator scheduled without jobs, or whose jobs were aborted.
+            # From here on, the database may go away for a while (a restart, a failover): every
+            # call is tried again for up to the outage window (store/outage.py)
+            outage = Outage(store.url_for_people, give_up=self._stopping)
+            await outage.call(store.in_transaction, lambda conn: self._queue_missing(conn, tid))
+            counts = await outage.call(store.counts, tid)
             total = sum(counts.values())
-            settled_numbers = await asyncio.to_thread(_settled, store, tid)
+            settled_numbers = await outage.call(settled_games, store, tid)
             self.events.started(RunStarted(config.name, len(config.bots), total, len(settled_numbers), 0,
                                            store.url_for_people, logs_dir_for(config), lease.taken_from or ""))
             if not self.detach:
-                await self._follow(store, tid, total, settled_numbers)
-                await asyncio.to_thread(apply_ratings, store, tid)  # the workers' passes, finished here
-            counts = await asyncio.to_thread(store.counts, tid)
-            standings = await asyncio.to_thread(current_standings, store, tid, config.standings)
-            failures = await asyncio.to_thread(_failures, store, tid)
+                await follow_games(store, tid, total, settled_numbers, self._stopping,
+                                   lambda conn: self._queue_missing(conn, tid), outage, self._report)
+                await outage.call(apply_ratings, store, tid)  # the workers' passes, finished here
+            counts = await outage.call(store.counts, tid)
+            standings = await outage.call(current_standings, store, tid, config.standings)
+            failures = await outage.call(_failures, store, tid)
             pending = counts["pending"] + counts["running"]
             return RunEnded(standings, counts, failures, pending > 0, False, store.url_for_people,
                             Path("(on each worker)"))
@@ -93,26 +104,37 @@ class QueuedSession:
             self._store = None
             store.close()
 
-    async def _follow(self, store: Store, tid: int, total: int, known: dict[int, str]) -> None:
-        """Report each game as it is settled, until all are or ``stop`` is called."""
-        started, seen, requeued_at = time.monotonic(), 0, time.monotonic()
-        stop_wait = asyncio.ensure_future(self._stopping.wait())
-        gauges = QueueGauges(store, tid)
-        try:
-            while len(known) < total and not self._stopping.is_set():
-                await gauges.refresh()
-                await asyncio.wait({stop_wait}, timeout=FOLLOW_S)
-                now = await asyncio.to_thread(_settled, store, tid)
-                for number in sorted(set(now) - set(known)):
-                    known[number] = now[number]
-                    seen += 1
-                    rate = seen / max(time.monotonic() - started, 1e-9)
-                    self.events.game_finished(GameFinished(number, now[number], len(known), total, rate))
-                if time.monotonic() - requeued_at >= REQUEUE_S:
-                    requeued_at = time.monotonic()
-                    await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_missing(conn, tid))
-        finally:
-            stop_wait.cancel()
+OnSettled = Callable[[int, str, int, int, float], None]  # (number, error, settled, total, games per second)
+
+
+async def follow_games(store: Store, tid: int, total: int, known: dict[int, str], stop: asyncio.Event,
+                       requeue: Callable[[Connection], int], outage: Outage,
+                       on_settled: OnSettled | None = None) -> None:
+    """Follow the queued games of ``tid`` until all ``total`` are settled (``known``: the ones
+    settled already, added to as games settle) or ``stop`` is set: each game newly settled is
+    reported to ``on_settled``, the queue gauges are refreshed, and every ``REQUEUE_S`` the
+    pending games without a job are queued (``requeue``, in a transaction of its own). A database
+    outage is ridden out through ``outage`` (every read and the requeue are safe to run again);
+    past its window, DatabaseUnavailableError. The one follow loop of ``arena run --queue`` and
+    ``arena serve --queue``."""
+    started, seen, requeued_at = time.monotonic(), 0, time.monotonic()
+    stop_wait = asyncio.ensure_future(stop.wait())
+    gauges = QueueGauges(store, tid)
+    try:
+        while len(known) < total and not stop.is_set():
+            await gauges.refresh()
+            await asyncio.wait({stop_wait}, timeout=FOLLOW_S)
+            now = await outage.call(settled_games, store, tid)
+            for number in sorted(set(now) - set(known)):
+                known[number] = now[number]
+                seen += 1
+                if on_settled is not None:
+                    on_settled(number, now[number], len(known), total, seen / max(time.monotonic() - started, 1e-9))
+            if time.monotonic() - requeued_at >= REQUEUE_S:  # jobs aborted or lost meanwhile
+                requeued_at = time.monotonic()
+                await outage.call(store.in_transaction, requeue)
+    finally:
+        stop_wait.cancel()
 
 
 def queue_missing(app: procrastinate.App, config: TournamentConfig, conn: Connection, tid: int) -> int:
@@ -129,7 +151,7 @@ def queue_missing(app: procrastinate.App, config: TournamentConfig, conn: Connec
     return defer_games(app, conn, jobs)
 
 
-def _settled(store: Store, tid: int) -> dict[int, str]:
+def settled_games(store: Store, tid: int) -> dict[int, str]:
     """Every settled game's number, with its error ("" for a played game)."""
     with store.session() as s:
         rows = s.execute(select(Game.number, Game.status, Game.error).where(

@@ -12,18 +12,24 @@ Games left pending or running by an earlier serve are played first, as the round
 
 SIGTERM or SIGINT: no new round; the running games finish, unstarted ones stay pending for the
 next start; a second signal abandons the running games too (back to pending). Exit status 0.
+A platform fault (a full disk under the bot logs: PlatformFault) stops the ladder the same way,
+with one line and exit status 4; the next start plays what is left.
 
 With ``queue`` (``arena serve --queue``, PostgreSQL) the server plays nothing itself: each round's
 games are queued in the transaction that schedules them and played by ``arena worker`` processes
 (docs/scale-out.md); the server follows the round until every game is settled, brings the
 ratings up to date and only then plans the next round, whose pairings need them. A signal stops
 the following; the queued games stay the workers'.
+
+A database outage (a restart, a failover) is ridden out for the outage window (store/outage.py): a
+queued round's follow loop waits for the database and goes on; a round that fails for it ends, its
+games left for the next round, which plays them first. Past the window the ladder stops with one
+line and exit status 2.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 from datetime import datetime, timezone
@@ -37,18 +43,20 @@ from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
 from sqlalchemy import Connection
 
+from referee.errors import PlatformFault
+
 from ..config import ConfigError, LadderConfig, TournamentConfig
-from ..errors import UsageError, shown
+from ..errors import ArenaError, UsageError, shown
 from ..rating.ratings import default_rating
 from ..rating.standings import fitting_standings_table
 from ..schedule.pairings import ScheduledGame, ladder_pairings, schedule, set_size
 from ..store.lease import Lease
+from ..store.outage import DatabaseUnavailableError, Outage, ping, unreachable
 from ..store.store import BotRow, Store
 from .archives import ArchiveCache
-from .coordinator import FOLLOW_S, REQUEUE_S, queue_missing
+from .coordinator import follow_games, queue_missing, settled_games
 from .executor import InProcessExecutor
 from .queue import live_jobs, make_app, require_postgresql
-from .queue_status import QueueGauges
 from .rate import apply_ratings
 from .runner import GameDone, TournamentRunner, current_standings, logs_dir_for, open_tournament, seat_bots
 from .sandbox import arena_launcher, arena_packages
@@ -124,6 +132,10 @@ class LadderServer:
         self._round_task: asyncio.Task[Any] | None = None
         self._abandoning = False
         self._follow_stop = asyncio.Event()  # a queued round: stop following it
+        # the database may go away for a while: a queued round's follow loop rides it out, and a
+        # round that fails for it waits for it, bounded, and leaves its games for the next round
+        self.outage = Outage(store.url_for_people, give_up=self._follow_stop)
+        self.fatal: ArenaError | None = None  # why serve() stops with an error (the CLI's one line)
 
     # --- stopping -------------------------------------------------------------------------------
 
@@ -166,7 +178,19 @@ class LadderServer:
             if not self._abandoning:
                 raise
             # our own cancellation (second signal): the runner has put the running games back to pending
+        except DatabaseUnavailableError as exc:
+            self.fatal = exc
+            self.stop()
+        except PlatformFault as fault:  # no round can be played here until it is fixed: one line, exit 4
+            log.warning("ladder stopped: platform fault (%s): %s", fault.condition, fault, extra={"tournament": self.tid})
+            self.console.print(f"[red]ladder stopped: platform fault ({fault.condition}): {fault}; the round's games "
+                               "left are played at the next start, none of it a bot's failure", soft_wrap=True)
+            self.status = fault.exit_status
+            self.stop()
         except Exception as exc:
+            if unreachable(exc):
+                await self.wait_for_database(exc)
+                return
             log.exception("ladder round failed", extra={"tournament": self.tid})
             self.console.print(f"[red]ladder round failed: {type(exc).__name__}: {exc}")
             self.status = 1
@@ -179,6 +203,17 @@ class LadderServer:
         finally:
             self._round_task = None
             self._runner = None
+
+    async def wait_for_database(self, exc: BaseException) -> None:
+        """A round failed because the database went away: wait for it (bounded by the outage
+        window; past it the ladder stops with DatabaseUnavailableError). Its games stay pending
+        and the next round plays them first."""
+        try:
+            await asyncio.sleep(self.outage.failed(exc))
+            await self.outage.call(ping, self.store.engine)
+        except DatabaseUnavailableError as gone:
+            self.fatal = gone
+            self.stop()
 
     async def play_round(self) -> None:
         """Finish the games an earlier serve left, or schedule a new round; play it; report it."""
@@ -231,21 +266,13 @@ class LadderServer:
         workers have settled every game, and rate them; how many were played to a result."""
         store, tid = self.store, self.tid
         await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_games(conn, tid))
-        before = (await asyncio.to_thread(store.counts, tid))["done"]
-        requeued_at = asyncio.get_running_loop().time()
-        gauges = QueueGauges(store, tid)
-        while not self._follow_stop.is_set():
-            await gauges.refresh()
-            counts = await asyncio.to_thread(store.counts, tid)
-            if counts["pending"] + counts["running"] == 0:
-                break
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._follow_stop.wait(), FOLLOW_S)
-            if asyncio.get_running_loop().time() - requeued_at >= REQUEUE_S:  # jobs aborted meanwhile
-                requeued_at = asyncio.get_running_loop().time()
-                await asyncio.to_thread(store.in_transaction, lambda conn: self._queue_games(conn, tid))
-        await asyncio.to_thread(apply_ratings, store, tid)  # the next round's pairings need every rating
-        return (await asyncio.to_thread(store.counts, tid))["done"] - before
+        counts = await asyncio.to_thread(store.counts, tid)
+        before, total = counts["done"], sum(counts.values())
+        settled = await self.outage.call(settled_games, store, tid)
+        await follow_games(store, tid, total, settled, self._follow_stop, lambda conn: self._queue_games(conn, tid),
+                           self.outage)
+        await self.outage.call(apply_ratings, store, tid)  # the next round's pairings need every rating
+        return (await self.outage.call(store.counts, tid))["done"] - before
 
     async def play_games(self) -> int:
         """Play every pending game; how many were played to a result."""
@@ -315,6 +342,8 @@ class LadderServer:
                 scheduler.shutdown(wait=False)
                 await asyncio.sleep(0)  # AsyncIOScheduler.shutdown runs on the loop's next turn
             await self.executor.close()
+        if self.fatal is not None:
+            raise self.fatal
         return self.status
 
 

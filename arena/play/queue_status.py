@@ -1,6 +1,6 @@
 """How a tournament's games stand, and for a queued one (``arena run --queue``) the queue: games
-waiting, each worker's running games and heartbeat, stalled and retried jobs, and the games per
-second of the last minute. ``arena status`` prints it; a following coordinator also sets the
+waiting, each worker's running games and heartbeat, stalled and retried jobs, the workers paused
+by a platform fault, and the games per second of the last minute. ``arena status`` prints it; a following coordinator also sets the
 queue's gauges from it (``QueueGauges``, docs/operations.md)."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from typing import Any
 
 from sqlalchemy import func, select, text
 
-from ..metrics import QUEUE_JOBS, QUEUE_RETRIED, QUEUE_STALLED, QUEUE_WORKERS
-from ..store.models import Game, GameStatus
+from ..metrics import QUEUE_JOBS, QUEUE_PAUSED, QUEUE_RETRIED, QUEUE_STALLED, QUEUE_WORKERS
+from ..store.models import Game, GameStatus, iso_utc
+from ..store.pauses import live_pauses
 from ..store.store import Store
+from .claimed import MAX_PLATFORM_FAULTS
 from .queue import PLAY_TASK
 from .worker import STALLED_AFTER_S  # the workers' default
 
@@ -30,6 +32,10 @@ def queue_status(store: Store, tid: int) -> dict[str, Any]:
     counts = store.counts(tid)
     status: dict[str, Any] = {"tournament": store.tournament(tid).name, "games": counts}
     with store.session() as s:
+        # failed for the operator: the platform could not play them (never rated, nobody's failure)
+        status["failed_by_platform"] = s.scalar(select(func.count()).where(
+            Game.tournament_id == tid, Game.status == GameStatus.FAILED.value,
+            Game.platform_faults >= MAX_PLATFORM_FAULTS)) or 0
         latest = s.scalar(select(func.max(Game.finished_at)).where(Game.tournament_id == tid))
         if latest is not None:
             # the games finished in the last minute of play, over the time they took to finish
@@ -65,6 +71,9 @@ def queue_status(store: Store, tid: int) -> dict[str, Any]:
         "failed_jobs": by_status.get("failed", 0),
         "workers": [{"name": name, "running": n, "heartbeat_age_s": None if age is None else round(float(age), 1)}
                     for name, n, age in workers],
+        # live workers taking no games after a platform fault (any tournament's: a worker serves all)
+        "paused": [{"name": p.worker, "condition": p.condition, "reason": p.reason, "since": iso_utc(p.since),
+                    "next_check_at": iso_utc(p.next_check_at)} for p in live_pauses(store, STALLED_AFTER_S)],
     }
     return status
 
@@ -105,3 +114,4 @@ class QueueGauges:
         QUEUE_STALLED.set(queue["stalled"])
         QUEUE_RETRIED.set(queue["retried"])
         QUEUE_WORKERS.set(live_workers(self.store))
+        QUEUE_PAUSED.set(len(queue["paused"]))

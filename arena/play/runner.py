@@ -2,7 +2,9 @@
 an executor, ``concurrency`` at a time, storing each result and rating the games in number order.
 
 Restarting after a crash is the same call: games left running are replayed from the start, and
-finished ones are never played or stored again.
+finished ones are never played or stored again. A game the platform cannot play (a PlatformFault:
+a full disk, no descriptors) stops the run once the running games are done (claimed.py): the
+next run, once the platform is fixed, resumes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from referee.errors import PlatformFault
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 from referee.metrics import BOTS
@@ -29,6 +32,7 @@ from ..rating.standings import Standings, standings_of
 from ..schedule.pairings import round_robin
 from ..store.store import BotSpec, GameTask, Scheduled, StorageError, Store, TournamentExistsError
 from .archives import ArchiveCache, bot_endpoint, store_config_archives
+from .claimed import MAX_ATTEMPTS, ClaimedGames, Failed, Faulted, NotOurs, Played  # noqa: F401  (MAX_ATTEMPTS: for callers)
 from .executor import GameExecutor, SeatBot
 from .live import LiveWriter
 from .rate import apply_ratings
@@ -36,7 +40,6 @@ from .sandbox import arena_packages, refuse_hidden_views
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-MAX_ATTEMPTS = 3  # a game the referee itself fails to play this often is marked failed
 RATING_INTERVAL_S = 0.5  # ratings are brought up to date at most this often while games finish
 
 
@@ -233,6 +236,7 @@ class TournamentRunner:
         self.concurrency = concurrency or config.concurrency
         self.on_game = on_game or (lambda done: None)
         self.stopping = asyncio.Event()  # set: start no new games, let running ones finish
+        self.fault: PlatformFault | None = None  # the first platform fault of a game: the run stops, run() raises it
         self._rated_at = 0.0
         self._db_thread: ThreadPoolExecutor | None = None  # while run() runs: where store calls go
 
@@ -250,47 +254,24 @@ class TournamentRunner:
         return await asyncio.get_running_loop().run_in_executor(self._db_thread, functools.partial(fn, *args))
 
     async def _play(self, task: GameTask, bots: dict[int, SeatBot]) -> None:
-        live = self._live
-        try:
-            observe = live.observer(task) if live is not None else None
-            report = await self.executor.play(self._setup(task), self._seats(task, bots), observe=observe)
-        except asyncio.CancelledError:
-            # on the loop: a cancelled task may not get to await the database thread
-            if live is not None:
-                live.forget(task)
-            self.store.fail(task, "interrupted; to be replayed", retry=True)
-            raise
-        except Exception as exc:  # the referee's own failure, not a bot's: retry, then give up
-            error = f"{type(exc).__name__}: {exc}"
-            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt,
-                          extra=self._log_fields(task, None, error))
-            if live is not None:
-                await live.done(task)
-            await self._db(self.store.fail, task, error, task.attempt < MAX_ATTEMPTS)
-            await self._rate()
-            self.on_game(GameDone(task, None, error))
+        """Play one claimed game (claimed.py: stored, put back, or failed), then rate and report it."""
+        games = ClaimedGames(self.store, self._db, log, self._live)
+        outcome = await games.play(task, lambda: self._setup(task), lambda setup, observe: self.executor.play(
+                                       setup, self._seats(task, bots), observe=observe),
+                                   {"tournament": self.tid})
+        if isinstance(outcome, NotOurs):
             return
-        if live is not None:
-            await live.done(task)  # no write of its row after the one that deletes it
-        if not await self._db(self.store.finish, task, report.result, report.record):
-            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt,
-                        extra=self._log_fields(task, report.game_id, "no longer ours"))
-            return
-        log.info("game %d stored (attempt %d): %s", task.number, task.attempt, report.result.reason,
-                 extra=self._log_fields(task, report.game_id, report.result.reason))
+        if isinstance(outcome, Faulted):  # the platform's: take no more games here (run() raises it)
+            self.fault = self.fault or outcome.fault
+            self.stopping.set()
+            if not outcome.final:  # back to pending: not settled, nothing to rate or report
+                return
         await self._rate()
-        self.on_game(GameDone(task, report))
-
-    def _log_fields(self, task: GameTask, game_id: str | None, reason: str) -> dict[str, object]:
-        """A game's log fields (docs/operations.md, "Logs"): ids, attempt, why it ended or failed;
-        without ``game_id`` (a game that could not be played) the setup's, unless that fails too."""
-        fields: dict[str, object] = {"game": task.number, "tournament": self.tid, "attempt": task.attempt,
-                                     "reason": reason}
-        try:
-            fields["game_id"] = game_id or self._setup(task).game_id
-        except Exception:  # the setup may be what failed: the line goes out without it
-            pass
-        return fields
+        if isinstance(outcome, Played):
+            self.on_game(GameDone(task, outcome.report))
+        else:
+            self.on_game(GameDone(task, None, outcome.error if isinstance(outcome, Failed) else
+                                  f"platform fault ({outcome.fault.condition}): {outcome.fault}"))
 
     async def _rate(self, now: bool = False) -> None:
         """Apply ratings at most every RATING_INTERVAL_S (each call rates every game it can, in
@@ -301,7 +282,9 @@ class TournamentRunner:
             await self._db(apply_ratings, self.store, self.tid)
 
     async def run(self) -> None:
-        """Play until no game is pending (or ``stopping`` is set and the running ones are done)."""
+        """Play until no game is pending (or ``stopping`` is set and the running ones are done).
+        A game's PlatformFault stops the run as ``stopping`` does, and is raised once the running
+        games are done: the platform cannot play here until it is fixed (the game is pending again)."""
         self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-db")
         try:
             if self.live:
@@ -309,6 +292,8 @@ class TournamentRunner:
                     await self._run()
             else:
                 await self._run()
+            if self.fault is not None:
+                raise self.fault
         finally:
             self._live = None
             self._db_thread.shutdown(wait=True)  # its last call (a result, a rating) is written

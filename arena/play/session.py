@@ -3,7 +3,8 @@ play every pending game and rate them, reporting progress through callbacks.
 
 ``arena run`` and ``arena demo`` (cli/live.py) drive it with a terminal display; a web app or a
 queue worker gives other callbacks. The session owns the store, the lease and the executor for the
-length of ``run``; the front end owns signals and rendering.
+length of ``run``; the front end owns signals and rendering. A platform fault (a full disk under the
+bot logs) ends ``run`` with a PlatformFault (``platform_stop``) once the running games are done.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from referee.errors import PlatformFault
 
 from ..config import TournamentConfig
 from ..errors import UsageError
@@ -67,6 +70,15 @@ class RunEnded:
     def pending(self) -> int:
         """Games still to play: the next run of the same tournament plays them."""
         return self.counts["pending"] + self.counts["running"]
+
+
+def platform_stop(fault: PlatformFault, counts: dict[str, int]) -> PlatformFault:
+    """The error a run stopped by a platform fault ends with (one line, exit 4): the fault, and
+    what became of the games."""
+    total, done = sum(counts.values()), counts["done"]
+    return PlatformFault(fault.condition, f"platform fault ({fault.condition}): {fault}; stopped taking games with "
+                         f"{done}/{total} played and kept, none of it a bot's failure: fix it and run the same "
+                         "command again to resume")
 
 
 class SessionEvents(Protocol):
@@ -167,6 +179,8 @@ class TournamentSession:
             except asyncio.CancelledError:
                 if not self._abandoned:
                     raise  # the session itself was cancelled: not a stop the caller asked for
+            except PlatformFault as fault:  # one line and exit 4 (EXIT_PLATFORM): what stopped it, what is kept
+                raise platform_stop(fault, store.counts(tid)) from fault
             finally:
                 self._playing = None
             counts = store.counts(tid)

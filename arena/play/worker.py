@@ -8,7 +8,9 @@ is a game result; only the referee's own failures raise, and the job is retried 
 attempts run out (then the game is failed with the reason). On SIGTERM or SIGINT running games get
 ``grace_s`` to finish; then they are aborted, put back to pending and queued again. A job its run
 withdraws (procrastinate's abort: ``arena compare --queue`` past its verdict deletes the game's row
-and aborts the job) stops its game at once and is not retried.
+and aborts the job) stops its game at once and is not retried. A game the platform could not play
+(a PlatformFault: a full disk under ``--logs``) goes back to pending and its job is retried by
+another worker, while this one pauses until the condition clears (pause.py).
 """
 
 from __future__ import annotations
@@ -45,11 +47,13 @@ from referee.sandbox import SandboxSettings
 
 from ..errors import ArenaError, UsageError
 from ..metrics import WORKER_JOBS
+from ..store.outage import DatabaseUnavailableError, Outage, ping, unreachable
 from ..store.store import StorageError, Store, describe_url, engine_url, first_line, known_revisions
 from .archives import ArchiveCache
+from .claimed import MAX_ATTEMPTS, MAX_PLATFORM_FAULTS, ClaimedGames, Failed, Faulted, NotOurs
 from .executor import InProcessExecutor, SeatBot
-from .job_status import SteadyJobManager
 from .live import LiveWriter
+from .pause import PAUSE_S, PausingJobManager, WorkerPause
 from .queue import (
     PLAY_TASK,
     QUEUE_PREFIX,
@@ -65,7 +69,7 @@ from .queue import (
     schema_head,
 )
 from .rate import apply_ratings
-from .runner import MAX_ATTEMPTS, seat_bots
+from .runner import seat_bots
 from .sandbox import arena_launcher, arena_packages
 
 log = logging.getLogger(__name__)
@@ -75,6 +79,8 @@ GRACE_S = 20.0  # on SIGTERM, how long running games may take to finish (less th
 STALLED_CHECK_CRON = "* * * * * */5"  # the stalled-jobs check: every 5 seconds, on one worker
 RETRY_WAIT_S = 2  # before a job that raised (the referee's own failure) runs again
 POOL_TIMEOUT_S = 5.0  # the longest a queue call waits for a database connection
+RESTART_WAIT_S = 1.0  # before procrastinate's worker is started again after it stopped by itself
+WATCH_S = 2.0  # how often the worker asks the database whether it answers (an outage is said within seconds)
 BOTS_IDLE_S = 300.0  # a tournament's bot processes are stopped after this long without a game of it
 IDLE_CHECK_S = 10.0  # the longest between two looks for such bots
 
@@ -86,11 +92,10 @@ class GameInfrastructureError(ArenaError):
     exit_status = 1
 
 
-class DatabaseLostError(StorageError):
-    """The worker lost its database (procrastinate stopped on its own): exit 1, so a supervisor
-    restarts it, rather than 0 as after a stop that was asked for, or 2 as for a bad setting."""
-
-    exit_status = 1
+class GamePlatformFault(GameInfrastructureError):
+    """The platform could not play the job's game (a PlatformFault: a full disk under the bot logs):
+    the job is retried as for the referee's failure, by another worker, this one being paused
+    (pause.py); the game's own count of such faults bounds it (claimed.py)."""
 
 
 # A store call that failed for these ran into the database, not into the game: the job runs again
@@ -101,11 +106,13 @@ DATABASE_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, p
 
 class WithdrawnWithoutTraceback(logging.Filter):
     """procrastinate logs a job's end at INFO with its exception's traceback, also for a game its
-    run withdrew (``JobAborted``, expected: a comparison past its verdict); that line keeps its
-    text ("ended with status: Aborted") and loses the traceback, which said nothing more."""
+    run withdrew (``JobAborted``, expected: a comparison past its verdict) and for a game the
+    platform could not play (``GamePlatformFault``: its one line was logged, the worker pauses);
+    that line keeps its text ("ended with status: Aborted") and loses the traceback, which said
+    nothing more."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], queue_errors.JobAborted):
+        if record.exc_info and isinstance(record.exc_info[1], (queue_errors.JobAborted, GamePlatformFault)):
             record.exc_info, record.exc_text = None, None
         return True
 
@@ -130,6 +137,27 @@ class GameRetry(procrastinate.RetryStrategy):
         return super().get_retry_decision(exception=exception, job=job)
 
 
+async def retry_stalled(app: procrastinate.App, job: procrastinate.jobs.Job) -> None:
+    """Put a stalled job back in the queue. A job waiting under its queueing lock (a rating pass
+    deferred by a game stored while the stalled one ran; a game queued again by a resumed
+    coordinator) would make that retry a duplicate key, and it waits on the stalled one's lock, so
+    neither would ever run and every later stalled job would stay stalled behind the error: the
+    waiting duplicate is deleted first (the stalled job does the same work: the same game, or a
+    rating pass of everything stored), in the retry's transaction."""
+    if job.queueing_lock is None:
+        await app.job_manager.retry_job(job)
+        return
+    assert job.id is not None
+    async with app.connector.pool.connection() as conn, conn.transaction():  # type: ignore[attr-defined]
+        dropped = await conn.execute(
+            "DELETE FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo' AND id <> %s",
+            (job.queueing_lock, job.id))
+        await conn.execute("SELECT procrastinate_retry_job_v2(%s, now(), NULL, NULL, NULL)", (job.id,))
+    if dropped.rowcount:
+        log.info("job %s: its duplicate waiting under queueing lock %s was deleted; the job itself runs again",
+                 job.id, job.queueing_lock, extra={"job_id": job.id})
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     """How one ``arena worker`` process runs (its command line)."""
@@ -142,6 +170,7 @@ class WorkerSettings:
     grace_s: float = GRACE_S
     name: str = ""  # host:pid by default
     bots_idle_s: float = BOTS_IDLE_S
+    pause_s: float = PAUSE_S  # after a platform fault: the first wait before the condition is checked again
 
     def problems(self) -> list[str]:
         """One line per bad setting."""
@@ -156,18 +185,9 @@ class WorkerSettings:
                           f"({self.stalled_after_s:g} s): a stopping worker sends no heartbeat")
         if not self.bots_idle_s > 0:
             errors.append(f"--bots-idle must be above 0 s, not {self.bots_idle_s:g}")
+        if not self.pause_s > 0:
+            errors.append(f"--pause-check must be above 0 s, not {self.pause_s:g}")
         return errors
-
-
-def game_time_bound_s(setup: GameSetup) -> float:
-    """A bound on one game's wall time from its time control (a game that takes longer is hung:
-    the referee's fault). Every seat's start-up, then every play at its full move time, grace and
-    bank, with room to spare: it only has to be finite."""
-    tc, options = setup.time_control, setup.options
-    plays = options.max_deals * 52  # at most a whole deck per deal
-    per_play_ms = tc.move_time_ms + tc.grace_ms + tc.bank_increment_ms + 1000  # + 1 s of transport
-    seats = options.players
-    return 60.0 + (seats * (tc.startup_time_ms + tc.bank_initial_ms) + plays * per_play_ms) / 1000
 
 
 def check_schema(url: str) -> None:
@@ -198,11 +218,15 @@ def check_schema(url: str) -> None:
 @contextlib.contextmanager
 def counted_job(task: str) -> Iterator[None]:
     """One job of ``task`` in ``arena_worker_jobs_total``: ok, retry (the referee's failure, run
-    again), interrupted (the worker's shutdown) or error."""
+    again), platform (a platform fault: run again elsewhere, this worker pauses), interrupted (the
+    worker's shutdown) or error."""
     outcome = "error"
     try:
         yield
         outcome = "ok"
+    except GamePlatformFault:
+        outcome = "platform"
+        raise
     except GameInfrastructureError:
         outcome = "retry"
         raise
@@ -238,17 +262,26 @@ class QueueWorker:
             conninfo=libpq_url(settings.database), timeout=POOL_TIMEOUT_S, min_size=1,
             max_size=settings.concurrency + 2))
         # a job's end is written again when its connection breaks; a worker that still cannot stops
-        self.app.job_manager = SteadyJobManager(self.app.connector, self._status_lost)
+        # a platform fault pauses the worker: its job manager fetches nothing until the fault clears
+        self.pause = WorkerPause(self.name, self._pause_folders, lambda: self.store,
+                                 lambda: self._worker.worker_id if self._worker is not None else None, settings.pause_s)
+        self.app.job_manager = PausingJobManager(self.app.connector, self._status_lost, self.pause)
+        self.app.job_manager.database_down = self._database_down  # during an outage: one try of a job's end
         self._worker: procrastinate.worker.Worker | None = None  # while run() runs
-        self._lost_job: int | None = None  # a job whose end could not be written: the worker stops
+        self._lost_job: int | None = None  # a job whose end could not be written: procrastinate's worker stops
+        self._fatal: DatabaseUnavailableError | None = None  # the database stayed away past the outage window
+        self.outage: Outage | None = None  # while run() runs
         self._register_tasks()
 
+    def _database_down(self) -> bool:
+        return self.outage is not None and self.outage.down_since is not None
+
     def _status_lost(self, job_id: int, error: BaseException) -> None:
-        """A job's end could not be written after every try: stop taking jobs, so that the
-        stalled-jobs check (of the worker that replaces this one) runs the job again."""
-        # a warning: without -v the one line is the DatabaseLostError that run() raises on the way out
-        log.warning("job %s: its end could not be written to the queue (%s); stopping this worker so that the job "
-                    "is retried", job_id, first_line(error.__cause__ or error), extra={"job_id": job_id})
+        """A job's end could not be written after every try: stop procrastinate's worker, so that
+        its jobs lose their worker and the stalled-jobs check runs the job again; ``run`` starts a
+        new one once the database answers."""
+        log.warning("job %s: its end could not be written to the queue (%s); starting again on a new registration so "
+                    "that the job is retried", job_id, first_line(error.__cause__ or error), extra={"job_id": job_id})
         self._lost_job = job_id
         if self._worker is not None:
             self._worker.stop()
@@ -284,62 +317,72 @@ class QueueWorker:
             # procrastinate's documented recipe: jobs of workers whose heartbeat stopped run again
             stalled = list(await context.app.job_manager.get_stalled_jobs(
                 seconds_since_heartbeat=self.settings.stalled_after_s))
+            failed: BaseException | None = None
             for job in stalled:
                 log.warning("retrying job %s (%s): its worker stopped sending heartbeats", job.id, job.task_name,
                             extra={"job_id": job.id})
-                await context.app.job_manager.retry_job(job)
+                try:
+                    await retry_stalled(context.app, job)
+                except Exception as exc:  # noqa: BLE001 - the others are retried all the same; the next check tries it
+                    log.warning("job %s: could not be retried: %s", job.id, first_line(exc), extra={"job_id": job.id})
+                    failed = exc
+            if failed is not None:
+                raise failed
             return len(stalled)
 
     async def play(self, job_id: int, args: dict[str, Any]) -> str:
-        """Play the job's game unless it is settled or another job's; what happened, for the log."""
+        """Play the job's game unless it is settled or another job's; what happened, for the log.
+        Its life once claimed is claimed.py's; a game to retry raises GameInfrastructureError."""
         assert self.store is not None
         store = self.store
         job = GameJob.from_args(args)
         task = await asyncio.to_thread(store.claim_game, job.game_id, job_id, self.name)
         if task is None:
             return f"game {job.number} of tournament {job.tournament_id}: nothing to play (settled or another job's)"
-        try:
+
+        async def play(setup: GameSetup, observe: Observer | None) -> GameReport:
             # a bot's files come from this machine's archive cache (unpacked on first use): a
             # refused or missing archive is the referee's failure, retried and then recorded
             by_position = await asyncio.to_thread(seat_bots, store, job.tournament_id, False, self.archives,
                                                   self._packages(job))
-            seats = [by_position[p] for p in task.seat_bots]
-            observe = self.live.observer(task) if self.live is not None else None
-            async with asyncio.timeout(game_time_bound_s(job.setup)):
-                report = await self._play_on_executor(job, seats, observe)
-        except asyncio.CancelledError:
-            if self.live is not None:
-                self.live.forget(task)
-            # the worker is stopping and the grace is over: the game goes back to pending, and
-            # procrastinate puts this job back in the queue (GameRetry) to play it again
-            await asyncio.shield(asyncio.to_thread(store.fail, task, "interrupted by a worker's shutdown; to be "
-                                                   "replayed", True))
-            raise
-        except Exception as exc:  # the referee's own failure, or a game past its time bound
-            error = ("the game took longer than its time control allows (hung)" if isinstance(exc, TimeoutError)
-                     else f"{type(exc).__name__}: {exc}")
-            log.exception("game %d (attempt %d) could not be played", task.number, task.attempt,
-                          extra=_log_fields(job_id, job, task.attempt, error))
-            if self.live is not None:
-                await self.live.done(task)
-            final = task.attempt >= MAX_ATTEMPTS
-            await asyncio.to_thread(store.fail, task, error, not final,
-                                    (lambda conn: defer_rating(self._deferrer, conn, job.tournament_id)) if final
-                                    else None)
-            if final:
-                return f"game {task.number}: failed after {task.attempt} attempts: {error}"
-            raise GameInfrastructureError(error) from exc
-        if self.live is not None:
-            await self.live.done(task)  # no write of its row after the one that deletes it
-        stored = await asyncio.to_thread(store.finish, task, report.result, report.record,
-                                         lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
-        if not stored:
-            log.warning("game %d attempt %d was no longer ours; result dropped", task.number, task.attempt,
-                        extra=_log_fields(job_id, job, task.attempt, "no longer ours"))
+            return await self._play_on_executor(job, [by_position[p] for p in task.seat_bots], observe)
+
+        # interrupted: the worker is stopping and the grace is over; the game goes back to pending,
+        # and procrastinate puts this job back in the queue (GameRetry) to play it again
+        games = ClaimedGames(store, asyncio.to_thread, log, self.live,
+                             "interrupted by a worker's shutdown; to be replayed", lambda: self._not_ours_level(job_id))
+        outcome = await games.play(task, lambda: job.setup, play, {"job_id": job_id, "tournament": job.tournament_id},
+                                   lambda conn: defer_rating(self._deferrer, conn, job.tournament_id))
+        if isinstance(outcome, NotOurs):
             return f"game {task.number}: attempt {task.attempt} was no longer ours"
-        log.info("game %d of tournament %d stored (attempt %d): %s", task.number, job.tournament_id, task.attempt,
-                 report.result.reason, extra=_log_fields(job_id, job, task.attempt, report.result.reason))
+        if isinstance(outcome, Failed):
+            if outcome.final:
+                return f"game {task.number}: failed after {task.attempt} attempts: {outcome.error}"
+            raise GameInfrastructureError(outcome.error) from outcome.cause
+        if isinstance(outcome, Faulted):  # the platform's: this worker pauses, another plays the game
+            self.pause.enter(outcome.fault)
+            if outcome.final:
+                return f"game {task.number}: failed for the operator after {MAX_PLATFORM_FAULTS} platform faults"
+            raise GamePlatformFault(f"platform fault ({outcome.fault.condition}): {outcome.fault}") from None
         return f"game {task.number} of tournament {job.tournament_id}: played (attempt {task.attempt})"
+
+    async def _not_ours_level(self, job_id: int) -> int:
+        """The level of the line of a game's end (its result, failure or platform fault) dropped as
+        no longer ours. This worker was too late (frozen past the stall threshold: its job was
+        retried): when the job is no longer this worker's (another worker ended it, plays it, or it
+        waits in the queue again), the job's end says so once, at INFO (job_status.py), and this line
+        is DEBUG; otherwise (nothing should have taken the game), a WARNING."""
+        try:
+            rows = await self.app.connector.execute_query_all_async(
+                "SELECT status, worker_id FROM procrastinate_jobs WHERE id = %(id)s", id=job_id)
+        except Exception as exc:  # noqa: BLE001 - the database gone again: say it as it was
+            log.debug("job %d: could not read its status: %s", job_id, first_line(exc))
+            return logging.WARNING
+        row = rows[0] if rows else None
+        if row is None or row["status"] != "doing":  # ended (a success is deleted) or put back by the stalled check
+            return logging.DEBUG
+        mine = self._worker.worker_id if self._worker is not None else None
+        return logging.DEBUG if row["worker_id"] not in (None, mine) else logging.WARNING
 
     async def _play_on_executor(self, job: GameJob, seats: list[SeatBot], observe: Observer | None) -> GameReport:
         """Play on the job's executor, counted as in use meanwhile (``_retire_idle``)."""
@@ -376,6 +419,10 @@ class QueueWorker:
                 else:
                     log.info("stopped the bots of tournament %d: no game of it for %g s", key[0], idle_s)
 
+    def _pause_folders(self) -> list[Path]:
+        """Where a paused worker checks that it can write again: its bot logs and archive cache."""
+        return [self._logs_root or Path(tempfile.gettempdir()), self.archives.root]
+
     def _packages(self, job: GameJob) -> Packages:
         """How this worker builds and runs the job's bot packages (its sandbox and runtimes)."""
         key = (job.tournament_id, job.sandbox, json.dumps(job.runtimes, sort_keys=True))
@@ -401,48 +448,81 @@ class QueueWorker:
 
     # --- the process --------------------------------------------------------------------------
 
-    async def run(self) -> int:
-        """Take games until stopped (SIGTERM, SIGINT); the exit status."""
+    def _procrastinate_worker(self) -> procrastinate.worker.Worker:
+        """procrastinate's worker, new for each connection to the database (a registration of its own)."""
         s = self.settings
-        self.store = await asyncio.to_thread(lambda: Store(s.database, migrate=False))
-        worker = procrastinate.worker.Worker(
+        self._worker = procrastinate.worker.Worker(
             self.app, queues=[queue_name()], concurrency=s.concurrency, name=self.name,
             update_heartbeat_interval=s.heartbeat_s, stalled_worker_timeout=s.stalled_after_s,
             shutdown_graceful_timeout=s.grace_s, delete_jobs="successful", install_signal_handlers=False)
-        self._worker = worker
-        asked_to_stop = False
+        return self._worker
+
+    async def run(self) -> int:
+        """Take games until stopped (SIGTERM, SIGINT); the exit status. A database outage is ridden
+        out (store/outage.py): procrastinate's worker, which stops when it loses the database, is
+        started again once the database answers; past the outage window, DatabaseUnavailableError."""
+        s = self.settings
+        self.store = await asyncio.to_thread(lambda: Store(s.database, migrate=False))
+        stopping = asyncio.Event()  # asked to stop: no new start, and no wait for the database
+        outage = self.outage = Outage(describe_url(s.database), give_up=stopping)
 
         def stop(signum: int) -> None:
-            nonlocal asked_to_stop
-            asked_to_stop = True
+            stopping.set()
             log.info("%s: stopping (running games get %g s to finish)", signal.Signals(signum).name, s.grace_s)
             for each in (signal.SIGTERM, signal.SIGINT):  # a second one stops the process at once
                 loop.remove_signal_handler(each)
-            worker.stop()
+            if self._worker is not None:
+                self._worker.stop()
 
         loop = asyncio.get_running_loop()
         logging.getLogger(procrastinate.worker.__name__).addFilter(WITHDRAWN_FILTER)  # once: a set
         if not logging.getLogger().isEnabledFor(logging.INFO):
-            # without -v, a lost database is the one line run_worker's caller prints, not the
-            # queue's and the pool's tracebacks on the way down
+            # without -v, an outage is the outage's two lines, not the queue's and the pool's
+            # tracebacks meanwhile
             for name in ("procrastinate", "psycopg"):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
+        for each in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(each, stop, each)
+        watch = asyncio.create_task(self._watch_database(outage, stopping), name="watch-database")
+        retire = asyncio.create_task(self._retire_idle(), name="retire-idle-bots")
         try:
-            async with self.app.open_async(), LiveWriter(self.store) as self.live:
-                await self._say_what_waits_elsewhere()
-                log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(), s.concurrency)
-                for each in (signal.SIGTERM, signal.SIGINT):
-                    loop.add_signal_handler(each, stop, each)
-                retire = asyncio.create_task(self._retire_idle(), name="retire-idle-bots")
-                try:
-                    await worker.run()
-                finally:
-                    retire.cancel()
-                    await asyncio.gather(retire, return_exceptions=True)
-        except DATABASE_ERRORS as exc:
-            raise DatabaseLostError(f"worker {self.name} lost database {describe_url(s.database)}: "
-                                    f"{first_line(exc)}; its games go back to the queue") from None
+            async with LiveWriter(self.store) as self.live:
+                first = True
+                while not stopping.is_set():
+                    try:
+                        async with self.app.open_async():
+                            if first:
+                                await self._say_what_waits_elsewhere()
+                                log.info("worker %s on queue %s, %d game(s) at once", self.name, queue_name(),
+                                         s.concurrency)
+                                first = False
+                            await self._procrastinate_worker().run()
+                        error: BaseException | None = None
+                    except DATABASE_ERRORS as exc:  # its shutdown's writes, on the database it lost
+                        error = exc
+                    if stopping.is_set() or self._fatal is not None:
+                        break
+                    # procrastinate stopped by itself: a side task (its listener, its heartbeat) or a
+                    # job's end lost the database. Its running jobs went back to the queue or are
+                    # left to the stalled-jobs check; wait for the database, then take jobs again
+                    if self._lost_job is not None:
+                        log.info("job %d is left to the stalled-jobs check; taking jobs again once the database "
+                                 "answers", self._lost_job)
+                        self._lost_job = None
+                    # (never at once: a side task failing for another reason would restart it in a loop).
+                    # Its error is not an outage of its own: it may come from the outage the watch
+                    # has seen end already; the database's answer now says whether one goes on
+                    log.info("worker %s: the queue stopped (%s)", self.name, _why_stopped(error))
+                    await asyncio.sleep(RESTART_WAIT_S)
+                    await outage.call(ping, self.store.engine)
+                    log.info("worker %s: taking jobs again", self.name)
+        except DatabaseUnavailableError as exc:
+            self._fatal = exc
         finally:
+            for task in (watch, retire):
+                task.cancel()
+            await asyncio.gather(watch, retire, return_exceptions=True)
+            await self.pause.close()
             self.live = None
             self._worker = None
             for each in (signal.SIGTERM, signal.SIGINT):
@@ -454,14 +534,30 @@ class QueueWorker:
             self.store.close()
             if self._temp is not None:
                 self._temp.cleanup()
-        if self._lost_job is not None:
-            raise DatabaseLostError(f"worker {self.name} could not write the end of job {self._lost_job} to database "
-                                    f"{describe_url(s.database)} and stopped; the job goes back to the queue "
-                                    "(start it again)")
-        if not asked_to_stop:  # procrastinate stopped by itself: a side task (its listener) lost the database
-            raise DatabaseLostError(f"worker {self.name} lost its connection to database {describe_url(s.database)} "
-                                    "and stopped; its games go back to the queue (start it again)")
+        if self._fatal is not None:
+            raise DatabaseUnavailableError(f"worker {self.name}: {self._fatal}; its games go back to the queue")
         return 0
+
+    async def _watch_database(self, outage: Outage, stopping: asyncio.Event) -> None:
+        """Ask the database every ``WATCH_S`` whether it answers, so that an outage is said (one
+        line) within seconds even when no queue call is due; past the window, stop the worker."""
+        assert self.store is not None
+        while not stopping.is_set():
+            await asyncio.sleep(WATCH_S)
+            try:
+                await asyncio.to_thread(ping, self.store.engine)
+            except Exception as exc:
+                if not unreachable(exc):
+                    raise
+                try:
+                    outage.failed(exc)
+                except DatabaseUnavailableError as gone:
+                    self._fatal = gone
+                    if self._worker is not None:
+                        self._worker.stop()
+                    return
+            else:
+                outage.succeeded()
 
     async def _say_what_waits_elsewhere(self) -> None:
         """One line when games wait in another version's queue: this worker will not take them."""
@@ -476,10 +572,16 @@ class QueueWorker:
             sys.stderr.flush()
 
 
-def _log_fields(job_id: int, job: GameJob, attempt: int, reason: str) -> dict[str, object]:
-    """A game job's log fields (docs/operations.md, "Logs"): ids, the game's attempt, what happened."""
-    return {"job_id": job_id, "game_id": job.setup.game_id, "game": job.number, "tournament": job.tournament_id,
-            "attempt": attempt, "reason": reason}
+def _why_stopped(error: BaseException | None) -> str:
+    """Why procrastinate's worker stopped by itself, for the worker's INFO line."""
+    if error is None:
+        return "a job's end was lost"
+    cause = error.__cause__ or error
+    if isinstance(cause, psycopg.errors.ForeignKeyViolation) and "worker_id" in str(cause):
+        # its fetch named a registration that is gone: another worker's start pruned it while this
+        # one sent no heartbeat for over --stalled-after (frozen, a paused VM); its jobs were retried
+        return "its registration was pruned while it was silent; registering again"
+    return first_line(cause)
 
 
 async def run_worker(settings: WorkerSettings) -> int:
@@ -492,5 +594,5 @@ async def run_worker(settings: WorkerSettings) -> int:
     return await QueueWorker(settings).run()
 
 
-__all__ = ["GameInfrastructureError", "QueueWorker", "WorkerSettings", "check_schema", "game_time_bound_s",
+__all__ = ["GameInfrastructureError", "GamePlatformFault", "QueueWorker", "WorkerSettings", "check_schema",
            "run_worker"]

@@ -108,6 +108,25 @@ class Game(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     job_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # the queue job playing it (--queue)
     worker: Mapped[str | None] = mapped_column(String(255), nullable=True)  # host:pid of who played it last
+    # attempts the platform (not a bot, not the referee's logic) could not play: a full disk, no
+    # descriptors, a sandbox that would not start (referee.errors.PlatformFault); bounded, then failed
+    platform_faults: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+
+class WorkerPause(Base):
+    """An `arena worker` that stopped taking games after a platform fault (a full disk under its
+    bot logs, no file descriptors left...), until its check of the condition passes: written when
+    it pauses and at each failed check, deleted when it resumes or stops (arena/play/pause.py).
+    ``arena status`` lists the paused workers whose queue heartbeat is recent."""
+
+    __tablename__ = "worker_pauses"
+
+    worker: Mapped[str] = mapped_column(String(255), primary_key=True)  # its name (host:pid by default)
+    queue_worker_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # procrastinate_workers.id
+    condition: Mapped[str] = mapped_column(String(16))  # PlatformFault.condition: disk, descriptors, ...
+    reason: Mapped[str] = mapped_column(Text)  # the fault's one line
+    since: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    next_check_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class GameSeat(Base):

@@ -55,6 +55,7 @@ PG_NO_SUCH_DATABASE = "3D000"  # invalid_catalog_name
 PG_DUPLICATE_DATABASE = "42P04"
 PG_INSUFFICIENT_PRIVILEGE = "42501"
 log = logging.getLogger(__name__)
+CONNECT_TIMEOUT_S = 10  # the longest a PostgreSQL connection may take to open
 T = TypeVar("T")
 Scheduled = Callable[[Connection, int], None]  # what runs in a scheduling transaction: (connection, tournament id)
 
@@ -111,6 +112,7 @@ class GameTask:
     set_number: int
     deck_seed: int
     seat_bots: tuple[int, ...]  # bot positions per seat
+    faults: int = 0  # earlier attempts the platform could not play (Game.platform_faults)
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +318,8 @@ class Store:
                     kwargs.update(creator=creator, poolclass=NullPool)
         else:
             kwargs["pool_pre_ping"] = True
+            if "connect_timeout" not in parsed.query:  # a database host that does not answer: bounded (store/outage.py)
+                kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
         try:
             self.engine: Engine = create_engine(engine_url(parsed), **kwargs)
         except (ArgumentError, ImportError) as exc:
@@ -599,9 +603,10 @@ class Store:
             rows = conn.execute(
                 update(Game).where(Game.id.in_(chosen), Game.status == GameStatus.PENDING.value)
                 .values(status=GameStatus.RUNNING.value, attempt=Game.attempt + 1, started_at=utcnow())
-                .returning(Game.id, Game.number, Game.attempt, Game.round, Game.set_number, Game.deck_seed, Game.seat_bots)
+                .returning(Game.id, Game.number, Game.attempt, Game.round, Game.set_number, Game.deck_seed, Game.seat_bots,
+                           Game.platform_faults)
             ).all()
-        return sorted((GameTask(i, n, a, r, st, d, tuple(seats)) for i, n, a, r, st, d, seats in rows),
+        return sorted((GameTask(i, n, a, r, st, d, tuple(seats), f) for i, n, a, r, st, d, seats, f in rows),
                       key=lambda task: task.number)
 
     def claim_game(self, game_id: int, job_id: int, worker: str) -> GameTask | None:
@@ -617,12 +622,12 @@ class Store:
                 .values(status=GameStatus.RUNNING.value, attempt=Game.attempt + 1, started_at=utcnow(),
                         job_id=job_id, worker=worker)
                 .returning(Game.id, Game.number, Game.attempt, Game.round, Game.set_number, Game.deck_seed,
-                           Game.seat_bots)
+                           Game.seat_bots, Game.platform_faults)
             ).first()
         if row is None:
             return None
-        i, n, a, r, st, d, seats = row
-        return GameTask(i, n, a, r, st, d, tuple(seats))
+        i, n, a, r, st, d, seats, f = row
+        return GameTask(i, n, a, r, st, d, tuple(seats), f)
 
     def finish(self, task: GameTask, result: game_pb2.GameResult, record: dict[str, Any],
                then: Callable[[Connection], None] | None = None) -> bool:
@@ -667,6 +672,35 @@ class Store:
         if done.rowcount and not retry:  # committed
             GAMES_STORED.labels("failed").inc()
         return bool(done.rowcount)
+
+    def fault(self, task: GameTask, error: str, limit: int,
+              then: Callable[[Connection], None] | None = None) -> bool | None:
+        """The platform could not play the game (a PlatformFault: never a bot's failure, never
+        rated): one more platform fault counted, and the game back to pending to be played again,
+        or failed for the operator with ``error`` once it has ``limit`` of them (``then`` runs in
+        that transaction). True when it was failed, False when it went back to pending, None when
+        ``task`` no longer owned the game."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                update(Game)
+                .where(Game.id == task.id, Game.status == GameStatus.RUNNING.value, Game.attempt == task.attempt)
+                .values(platform_faults=Game.platform_faults + 1, error=error,
+                        status=case((Game.platform_faults + 1 >= limit, GameStatus.FAILED.value),
+                                    else_=GameStatus.PENDING.value),
+                        finished_at=case((Game.platform_faults + 1 >= limit, utcnow()), else_=None))
+                .returning(Game.status, Game.tournament_id)
+            ).first()
+            conn.execute(_delete_live(task))
+            if row is None:
+                return None
+            failed = row[0] == GameStatus.FAILED.value
+            if failed:  # failed for good: its seats are listed, with no outcome (nobody's failure)
+                write_seats(conn, row[1], task.number, task.seat_bots, None)
+                if then is not None:
+                    then(conn)
+        if failed:  # committed
+            GAMES_STORED.labels("failed").inc()
+        return failed
 
     def counts(self, tid: int) -> dict[str, int]:
         """Games per status (every status present, 0 included)."""

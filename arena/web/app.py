@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -19,12 +20,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from referee.metrics import watch_event_loop
 
 from ..errors import UsageError, quoted
-from ..store.store import Store
+from ..store.outage import Outage, unreachable
+from ..store.store import Store, describe_url
 from .auth import SessionKeys, Sessions
 from .checks import SubmissionChecks, require_bwrap, submission_runtimes
 from .guard import guarded
@@ -36,6 +38,7 @@ from .request_metrics import RequestMetrics
 from .settings import UPLOAD_THREADS, WebSettings
 
 log = logging.getLogger("arena.web")
+RETRY_AFTER_S = 5  # a page answered 503 while the database is unreachable: when to try again
 install_nav(TEMPLATES.env)  # every page's header (arena/web/nav.py)
 
 
@@ -67,9 +70,40 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
+    if unreachable(exc):  # an outage: said once (not a traceback per page), and the page comes back by itself
+        request.app.state.outage.failed(exc)
+        response = page(request, "error.html", {"status": 503, "error": "the database is unreachable for now; "
+                                                "try again in a moment"}, status=503)
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
     log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     return page(request, "error.html", {"status": 500, "error": "the server could not answer this page; "
                                          "the reason is in its log"}, status=500)
+
+
+class OutageWatch:
+    """Says when the database is back: the first page answered (below 500) after an outage
+    (``_server_error`` says when it went); pages need no retry of their own, the next request reads again."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        outage: Outage = scope["app"].state.outage
+        if scope["type"] != "http" or outage.down_since is None:
+            await self.app(scope, receive, send)
+            return
+        status = 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self.app(scope, receive, sending)
+        if 0 < status < 500:
+            outage.succeeded()
 
 
 class ArenaApp(Starlette):
@@ -113,7 +147,7 @@ def create_app(settings: WebSettings, store: Store | None = None, clock: Clock =
             if store is None:
                 app.state.store.close()
 
-    middleware = [Middleware(JsonSuffix), Middleware(RequestMetrics), Middleware(Sessions),
+    middleware = [Middleware(OutageWatch), Middleware(JsonSuffix), Middleware(RequestMetrics), Middleware(Sessions),
                   # a replay's states are ~150 KB of JSON, ~11 KB gzipped; Starlette leaves the live
                   # games' event streams (text/event-stream) uncompressed
                   Middleware(GZipMiddleware, minimum_size=1024)]
@@ -121,6 +155,9 @@ def create_app(settings: WebSettings, store: Store | None = None, clock: Clock =
                    exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.settings = settings
     app.state.clock = clock
+    # the web app never stops for an outage: it answers 503 until the database is back
+    app.state.outage = Outage(describe_url(settings.db), window=math.inf,
+                              meanwhile="pages answer 503 until it is back")
     app.state.session_keys = SessionKeys()  # per run: a restart ends every session (arena/web/auth.py)
     app.state.live_hub = LiveHub(settings)  # one poll per followed game, and the event streams' caps
     return app

@@ -6,7 +6,9 @@ user's burst delays another user's check by one check at most. A clean check ent
 the ladder as its user's next version (arena/store/submissions.py); any other outcome rejects it
 with the check's reason (its verdict, written as data: `referee check --verdict FILE`) and output,
 and removes its unpacked copy and build (nothing will play them). Checks a stopped server left
-unfinished run again at its next start.
+unfinished run again at its next start, and so do checks the platform stopped (`referee check`
+exited 4: a full disk, no descriptors, a sandbox it could not set up): that is never the bot's
+rejection (docs/sandbox.md, "The platform's failures and the bot's").
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from referee.errors import EXIT_PLATFORM
 from referee.packages.archive import ArchiveError
 from referee.packages.build import Builder, default_build_root
 from referee.packages.manifest import PackageError, read_manifest
@@ -296,6 +299,11 @@ class SubmissionChecks:
             with self._lock:
                 self._running.discard(process)
         if self._stopping:  # killed by close(): checked again at the next start
+            return
+        if process.returncode == EXIT_PLATFORM:  # the platform's fault: no verdict on the bot
+            lines = [line.strip() for line in output.splitlines() if line.strip()]
+            log.error("the check of submission %d was stopped by a platform fault; it stays checking, and runs "
+                      "again at the server's next start: %s", sid, one_line(lines[-1] if lines else "exit status 4"))
             return
         if (reason := verdict(process.returncode, output, read_verdict(work / "verdict.json"))) is not None:
             self._reject(sid, one_line(reason), output)

@@ -368,6 +368,11 @@ class InProcessSlot:
         log.info("bot %s ready in-process: %s %s from %s", self.label, self.name, self.version, self.endpoint.inprocess)
         return None
 
+    def platform_fault(self) -> None:
+        """Nothing of the platform stands between the game and an in-process bot (no process, log
+        or sandbox of its own): a failure in its call is the bot's."""
+        return None
+
     def _startup_failed(self, reason: str) -> StreamFailure:
         self.failed_starts += 1
         self.startup_failure = StreamFailure(F.FAILURE_KIND_STARTUP, reason)

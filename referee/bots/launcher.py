@@ -22,7 +22,7 @@ import signal
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import platform_fault
+from ..errors import PlatformFault, platform_fault
 from ..metrics import BOTS_RUNNING
 from .cpu import CpuMeter, ProcTreeMeter
 from .die_with_parent import guard_argv
@@ -128,6 +128,18 @@ class BotProcess:
     @property
     def exited(self) -> bool:
         return self.process is None or self.process.returncode is not None
+
+    def platform_fault(self) -> PlatformFault | None:
+        """What the platform failed to do for this bot so far (its log could not be written: the
+        pipe is still drained, but the game must not go on as if it were), else None."""
+        if self.log is not None and self.log.error is not None:
+            return platform_fault(self.log.error, f"cannot write the bot's log {self.log_path}")
+        return None
+
+    async def exit_fault(self) -> PlatformFault | None:
+        """Once the process has ended by itself: the PlatformFault when the platform, not the bot,
+        ended it (a sandbox that could not be set up, referee/sandbox/process.py), else None."""
+        return self.platform_fault()
 
     def death_reason(self) -> str | None:
         """Why the process ended when something other than its status says it (a sandbox limit)."""

@@ -1,5 +1,9 @@
 """A bot session: one bot of a match (BotSlot): its process started through a Launcher, its
-channel, health check and handshake, and its restart after a crash or a timeout."""
+channel, health check and handshake, and its restart after a crash or a timeout.
+
+A start that fails is the bot's startup failure, unless the platform caused it (bots/faults.py):
+the referee's own folders, files, descriptors or memory, or a sandbox it could not set up. That
+raises PlatformFault, with the bot stopped: never a verdict on the bot."""
 
 from __future__ import annotations
 
@@ -12,10 +16,12 @@ import grpc
 from casino.v1 import bot_pb2, game_pb2
 
 from ..clock import MONOTONIC, Clock, TimeControl
+from ..errors import PlatformFault, platform_fault
 from ..names import clean_name, clean_version
 from ..wire.connection import CHANNEL_OPTIONS, BotConnection, StreamFailure
 from ..wire.convert import PROTOCOL_MAJOR
 from .endpoint import BotEndpoint
+from .faults import as_platform_fault, descriptors_fault
 from .health import wait_healthy
 from .cpu import CpuMeter
 from .launcher import LOCAL_LAUNCHER, BotProcess, Launcher
@@ -92,8 +98,8 @@ class BotSlot:
             folder = self._socket_dir / self.label
             try:
                 folder.mkdir(mode=0o700, exist_ok=True)
-            except OSError as exc:
-                return await self._startup_failed(f"cannot make its socket folder: {exc.strerror or exc}")
+            except OSError as exc:  # the referee's own folder
+                raise platform_fault(exc, f"cannot make the bot's socket folder {folder}") from exc
             address = f"unix:{folder / f'{self.starts}.sock'}"
             if not fits(address.removeprefix("unix:")):
                 return await self._startup_failed(
@@ -101,11 +107,18 @@ class BotSlot:
                     f"{SOCKET_PATH_MAX} bytes: set TMPDIR to a shorter folder")
             try:
                 self.process = await self.launcher.launch(self.endpoint, address, self.log_path)
-            except OSError as exc:
+            except (OSError, MemoryError) as exc:
+                fault = as_platform_fault(exc, f"cannot start {self.endpoint.spec!r}")
+                if fault is not None:  # the referee's own calls (its pipes, its memory): not the bot's start
+                    raise fault from exc
                 return await self._startup_failed(f"cannot start {self.endpoint.spec!r}: {exc}")
         assert address is not None
         self.channel = grpc.aio.insecure_channel(address, options=SLOT_CHANNEL_OPTIONS)
-        why = await wait_healthy(self.channel, deadline, self.process)
+        try:
+            why = await wait_healthy(self.channel, deadline, self.process)
+        except PlatformFault:
+            await self.shutdown()
+            raise
         if why:
             return await self._startup_failed(why)
         self.connection = BotConnection(self.channel, self.clock)
@@ -128,8 +141,28 @@ class BotSlot:
         log.info("bot %s ready: %s %s at %s", self.label, self.name, self.version, address)
         return None
 
+    def platform_fault(self) -> PlatformFault | None:
+        """What the platform failed to do for the running bot (its log could not be written), or None."""
+        return self.process.platform_fault() if self.process is not None else None
+
+    async def _platform_check(self) -> None:
+        """Before a failed start is the bot's: raise the PlatformFault that caused it, if the
+        platform did (a sandbox not set up, a log not written, no descriptor left), the bot stopped."""
+        process = self.process
+        fault = None
+        if process is not None:
+            fault = await process.exit_fault() if process.exited else process.platform_fault()
+        fault = fault or descriptors_fault(f"cannot start bot {self.label}")
+        if fault is not None:
+            log.warning("bot %s (%s) could not be started, the platform's fault (%s): %s", self.label,
+                        self.endpoint.spec, fault.condition, fault)
+            await self.shutdown()
+            raise fault
+
     async def _startup_failed(self, reason: str, received: str = "") -> StreamFailure:
-        """Record a failed start and tear down what was started, so the bot is not ready."""
+        """Record a failed start and tear down what was started, so the bot is not ready (the
+        platform's fault instead raises: ``_platform_check``)."""
+        await self._platform_check()
         self.failed_starts += 1
         self.startup_failure = StreamFailure(F.FAILURE_KIND_STARTUP, reason, received)
         log.warning("bot %s (%s) failed to start: %s", self.label, self.endpoint.spec, reason)

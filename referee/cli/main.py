@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, NoReturn
 # --help must not pay for the engine, gRPC, protobuf or prometheus_client. The parser's modules
 # are imported by build_parser, each command's by the command (docs/benchmarks.md, "Commands
 # that answer at once").
-from ..errors import EXIT_USAGE, RefereeError
+from ..bots.faults import as_platform_fault
+from ..errors import EXIT_USAGE, PlatformFault, RefereeError, one_line
 from ..logs import add_log_format_arg
 from ..logs import configure as configure_logging
 
@@ -32,6 +33,13 @@ class _Parser(argparse.ArgumentParser):
 def _usage_error(message: str, status: int = EXIT_USAGE) -> NoReturn:
     sys.stderr.write(f"referee: error: {message}\n")
     raise SystemExit(status)
+
+
+def _platform_fault(fault: PlatformFault | None) -> NoReturn:
+    """A run the platform stopped: one line naming what it lacked, exit 4 (no bot is to blame)."""
+    assert fault is not None
+    _usage_error(one_line(f"platform fault ({fault.condition}): {fault}; no bot is to blame (the game it "
+                          "stopped is not recorded)"), fault.exit_status)
 
 
 def _options(args: argparse.Namespace) -> RuleOptions:
@@ -317,6 +325,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except RulesError as exc:  # a bad move, deck or record
         _usage_error(str(exc))
+    except (PlatformFault, MemoryError) as exc:  # the platform's (disk, descriptors, sandbox...): exit 4
+        _platform_fault(as_platform_fault(exc, "the referee"))
+    except OSError as exc:  # the referee's own descriptors, disk or memory, wherever they ran out
+        if (fault := as_platform_fault(exc, "the referee")) is None:
+            raise
+        _platform_fault(fault)
     except RefereeError as exc:  # a bad option, endpoint or address: its own exit status
         _usage_error(str(exc), exc.exit_status)
     except KeyboardInterrupt:

@@ -5,7 +5,11 @@ Two optional ways to follow a game as it is played: ``emit`` gets the protocol's
 Referee service streams them), ``observe`` a ``GameSoFar`` once the seats are ready and after every
 play, from which the record so far can be built (the arena's live games). Both are called on the
 loop that times the bots, so they must only note what they are given and return; an observer that
-raises is logged and not called again (the game goes on)."""
+raises is logged and not called again (the game goes on).
+
+A game the platform fails (a bot's log it cannot write, a sandbox it cannot set up, its own memory
+or descriptors: issue 26) raises PlatformFault, with every seat's bot stopped: it never ends with
+a result or record that blames a bot for it."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from ..bots.inprocess import InProcessSlot
 from ..bots.slot import BotSlot
 from ..bots.cpu import CpuMeter
 from ..clock import GameClock, TimeControl
+from ..errors import PlatformFault
 from ..names import clean_text
 from ..rules import GameState, Move, apply, legal_moves, new_game, parse_move
 from ..rules.errors import RulesError
@@ -56,11 +61,21 @@ async def play_game(
     """Play one game between the bots of ``seats`` (one slot per seat; each is started or
     restarted as needed, with ``handshake``). ``turn_ids`` must be unique per stream across
     games (a late answer must never match a later turn). ``observe``: see the module docstring.
-    The game is counted in the referee's metrics (referee/metrics.py) once, when it ends."""
+    The game is counted in the referee's metrics (referee/metrics.py) once, when it ends.
+    PlatformFault when the platform failed the game (see the module docstring): every seat's bot
+    is stopped first, so nothing of the game is left running."""
     GAMES_STARTED.inc()
     began = time.perf_counter()
     try:
-        report = await _play_game(spec, seats, handshake, emit, turn_ids, observe)
+        try:
+            report = await _play_game(spec, seats, handshake, emit, turn_ids, observe)
+        except MemoryError as exc:  # the referee's own memory: never a bot's failure
+            raise PlatformFault("memory", f"game {spec.game_id}: the referee ran out of memory") from exc
+        except PlatformFault as fault:
+            log.warning("game %s: not played to its end, the platform's fault (%s): %s", spec.game_id,
+                        fault.condition, fault, extra={"game_id": spec.game_id})
+            await asyncio.gather(*(slot.shutdown() for slot in seats), return_exceptions=True)
+            raise
     except BaseException as exc:
         GAMES_FAILED.labels(error_label(exc)).inc()
         raise
@@ -187,6 +202,7 @@ async def _play_game(
             await _tell_listeners(seats, made, send_s)
 
     while not forfeiting and not state.is_over:
+        _check_platform(seats)  # before each turn: a log the referee could not write ends the game here
         seat = state.to_move
         slot = seats[seat]
         moves = legal_moves(state)
@@ -242,6 +258,7 @@ async def _play_game(
         assert move is not None
         await make_play(seat, move, elapsed, cpu_us, substituted)
 
+    _check_platform(seats)  # and at its end: no result for a game the platform failed
     if forfeiting:
         result = forfeit_result(game_id, options, state.scores, forfeiting, state.deal + 1, failures)
     else:
@@ -261,6 +278,14 @@ async def _play_game(
     )
     return GameReport(game_id, number, seat_bots, result, record)
 
+
+
+def _check_platform(seats: Sequence[BotSlot | InProcessSlot]) -> None:
+    """Raise the PlatformFault of any seat's bot the platform has failed (its log not written)."""
+    for slot in seats:
+        fault = slot.platform_fault()
+        if fault is not None:
+            raise fault
 
 
 def _end_fields(game_id: str, result: game_pb2.GameResult, seats: Sequence[BotSlot | InProcessSlot]) -> dict[str, object]:

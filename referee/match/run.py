@@ -4,12 +4,15 @@ A match is one or more games between the same bots. Each bot gets one process (f
 endpoints) and one protocol stream for the whole match; a crashed or disconnected bot is
 restarted (or reconnected) before the next game. Every move is checked against the rules engine
 and timed on the monotonic clock; every failure is recorded with what the bot sent and why it
-was rejected, and becomes a forfeit or a random substitute move by the match's policy.
+was rejected, and becomes a forfeit or a random substitute move by the match's policy. What the
+platform fails (its logs, records, sandbox, memory, descriptors) ends the match with PlatformFault
+(exit 4 from the commands), never as a bot's failure, with every bot stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import json
@@ -26,6 +29,7 @@ from ..bots.logcap import private_folder
 from ..bots.inprocess import new_slot
 from ..bots.sockets import label_room, socket_root
 from ..clock import MONOTONIC, Clock
+from ..errors import platform_fault
 from ..sandbox import default_launcher
 from .game import Emit, discard_event, play_game
 from .report import GameReport, MatchReport
@@ -55,8 +59,42 @@ def match_log_folder(root: Path, match_id: str) -> Path:
 
 
 def write_record(folder: Path, report: GameReport) -> None:
-    """Keep a finished game's record as ``<folder>/<game_id>.json``."""
-    (folder / f"{report.game_id}.json").write_text(record_json(report.record), encoding="utf-8")
+    """Keep a finished game's record as ``<folder>/<game_id>.json``; PlatformFault when it cannot
+    be written (a full disk: the game is not kept, and no bot is to blame). A record cut short is
+    removed, never left as if it were the game's."""
+    path = folder / f"{report.game_id}.json"
+    try:
+        path.write_text(record_json(report.record), encoding="utf-8")
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise platform_fault(exc, f"cannot write the game record {path}") from exc
+
+
+def _private_folders(spec: MatchSpec, match_id: str) -> Path:
+    """The match's log folder (made) and its records folder; PlatformFault when they cannot be made."""
+    try:
+        logs_dir = (match_log_folder(spec.logs_dir, match_id) if spec.logs_dir
+                    else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-")))
+        private_folder(logs_dir)
+        if spec.records_dir:
+            spec.records_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise platform_fault(exc, f"cannot make the match's folders ({exc.filename or spec.logs_dir})") from exc
+    return logs_dir
+
+
+async def _start_all(slots: list[BotSlot], handshake: Any, spec: MatchSpec) -> None:
+    """Start every bot at once; when one start raises (a PlatformFault), the others are cancelled
+    and awaited before it is raised, so none is still starting while the match stops them all."""
+    tasks = [asyncio.ensure_future(slot.ensure_ready(handshake, spec.time_control)) for slot in slots]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MONOTONIC,
@@ -73,17 +111,13 @@ async def run_match(spec: MatchSpec, emit: Emit | None = None, clock: Clock = MO
     # a caller's id (the command line's follows the seed: MatchSpec.seeded_match_id), else a random
     # one: the Referee service's matches, several clients' at once, each with its records and logs
     match_id = spec.match_id or uuid.uuid4().hex[:12]
-    logs_dir = (match_log_folder(spec.logs_dir, match_id) if spec.logs_dir
-                else Path(tempfile.mkdtemp(prefix=f"casino-{match_id}-")))
-    private_folder(logs_dir)
-    if spec.records_dir:
-        spec.records_dir.mkdir(parents=True, exist_ok=True)
+    logs_dir = _private_folders(spec, match_id)
     with socket_root("casino-sock-", label_room(len(f"bot{len(spec.bots)}"))) as socket_dir:
         slots = [new_slot(i, ep, logs_dir, Path(socket_dir), clock=clock, launcher=launcher)
                  for i, ep in enumerate(spec.bots)]
         try:
             handshake = spec.game(match_id, 1).handshake(spec.games)
-            await asyncio.gather(*(slot.ensure_ready(handshake, spec.time_control) for slot in slots))
+            await _start_all(slots, handshake, spec)
             emit(referee_pb2.RunMatchResponse(match_started=referee_pb2.MatchStarted(
                 match_id=match_id, bot_names=[s.name for s in slots])))
             reports = []

@@ -186,6 +186,16 @@ class GameSetup:
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed {SETUP_FORMAT}: {exc!r}") from None
 
+    def time_bound_s(self) -> float:
+        """A bound on this game's wall time (one that takes longer is hung: the referee's fault,
+        never a bot's): every seat's start-up and bank, then the rules' longest game
+        (``RuleOptions.max_plays``) with every play at its full move time, grace and increment
+        and 1 s of transport, and a minute to spare; it only has to be finite."""
+        tc = self.time_control
+        per_play_ms = tc.move_time_ms + tc.grace_ms + tc.bank_increment_ms + 1000
+        seats_ms = self.options.players * (tc.startup_time_ms + tc.bank_initial_ms)
+        return 60.0 + (seats_ms + self.options.max_plays * per_play_ms) / 1000
+
     def handshake(self, games: int = 0) -> bot_pb2.Handshake:
         """The handshake a bot stream for such games opens with (``games`` 0: not known ahead)."""
         return bot_pb2.Handshake(

@@ -6,6 +6,7 @@ import enum
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .cards import ALL_CARDS
 from .errors import InvalidOptionError
 
 TARGET_SCORE = 21  # rule 14
@@ -41,6 +42,12 @@ class RuleOptions:
             )
         if not isinstance(self.max_deals, int) or isinstance(self.max_deals, bool) or self.max_deals < 1:
             raise InvalidOptionError(f"max_deals must be a whole number of at least 1, not {self.max_deals!r}")
+
+    @property
+    def max_plays(self) -> int:
+        """The longest a game can be, in plays (as OpenSpiel's ``max_game_length``): every card of
+        the deck played in each of ``max_deals`` deals, the most the rules allow."""
+        return self.max_deals * len(ALL_CARDS)
 
     @property
     def teams(self) -> bool:

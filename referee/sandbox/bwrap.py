@@ -6,7 +6,9 @@ network at all: only a loopback device of its own); ``--die-with-parent`` and ``
 no capabilities; a clean environment; the system's folders, a short list of /etc entries and the
 bot's own paths read-only, each at its host path; private tmpfs /tmp and /dev/shm of bounded
 size; its socket folder, and only it, writable at ``SOCKET_MOUNT``; a system-call filter
-(``--seccomp``, referee/sandbox/seccomp.py) where one can be built.
+(``--seccomp``, referee/sandbox/seccomp.py) where one can be built; its status as JSON
+(``--json-status-fd``), which says whether the sandbox was set up and the command run: a bwrap
+that ends without an "exit-code" failed its set-up, the platform's fault, not the bot's.
 
 Run by root, bwrap makes the namespaces without a user namespace and the command inside starts
 with ``setpriv``, which takes the bot's own uid and gid and drops every capability, bounding set
@@ -40,6 +42,7 @@ class BwrapPlan:
     tmp_bytes: int
     as_root: bool  # the referee is root: no user namespace, setpriv takes the bot's uid
     seccomp_fd: int | None = None  # where bwrap reads the bot's system-call filter (referee/sandbox/seccomp.py)
+    status_fd: int | None = None  # where bwrap writes its JSON status: "exit-code" only once the command ran
     writable: tuple[str, ...] = ()  # bound read-write over what is shown (a package's build folder)
     network: bool = False  # the host's network (a package's build, when the operator allows it); never a bot's
 
@@ -63,6 +66,8 @@ def bwrap_argv(plan: BwrapPlan) -> list[str]:
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if plan.seccomp_fd is not None:
         args += ["--seccomp", str(plan.seccomp_fd)]
+    if plan.status_fd is not None:
+        args += ["--json-status-fd", str(plan.status_fd)]
     if plan.as_root:
         for cap in ROOT_CAPS:
             args += ["--cap-add", cap]

@@ -15,7 +15,7 @@ from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import BotProcess, Launcher, LocalLauncher
 from ..errors import UsageError
 from .machine import Machine, probe
-from .process import SandboxedProcess, finish_abandoned, limit_lines, uid_problem
+from .process import SandboxedProcess, finish_abandoned, limit_lines, runtime_problem, uid_problem
 from .settings import SandboxSettings
 from .view import bot_view, etc_entries, shown_problem, system_entries
 
@@ -89,7 +89,7 @@ class SandboxLauncher:
             return str(exc)
         if problem := shown_problem(view, [("a private path", path) for path in self.settings.private]):
             return problem
-        if self.machine.as_root and (problem := uid_problem(view, self.mode)):
+        if self.machine.as_root and (problem := runtime_problem(view, self.mode) or uid_problem(view, self.mode)):
             return problem + ("" if self.mode == "bwrap" else f" (or install bubblewrap, {BWRAP_HINT}: its "
                               "namespaces show a bot its folders without the host's on the way)")
         return None

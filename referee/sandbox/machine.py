@@ -18,6 +18,11 @@ from .view import DEFAULT_PATH, etc_entries, system_entries, under_system
 
 PROBE_UID = 65534  # the uid bwrap's trial runs as, when the referee is root ("nobody")
 PROBE_TIMEOUT_S = 10
+# a trial past its deadline is made again, with a fresh one: the deadline is wall-clock time, and
+# a process stopped while bwrap ran (SIGSTOP, a paused VM, a machine swapping) finds it passed on
+# waking, however fast bwrap was; the answer holds for the whole process (a worker's every game),
+# so one such pause must not turn "auto" into "limits" for good
+PROBE_TRIES = 2
 
 
 @dataclass(frozen=True)
@@ -82,8 +87,17 @@ def _try_bwrap(tools: dict[str, str | None], as_root: bool, seccomp: bool = Fals
         fd = program_fd(code) if code is not None else None
         try:
             argv = system_sandbox_argv(tools, as_root, [true], folder, fd)
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                                  env={"PATH": DEFAULT_PATH}, check=False, pass_fds=(fd,) if fd is not None else ())
+            for tries_left in reversed(range(PROBE_TRIES)):
+                if fd is not None:
+                    os.lseek(fd, 0, os.SEEK_SET)  # bwrap reads the filter from the shared offset
+                try:
+                    done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                                          env={"PATH": DEFAULT_PATH}, check=False,
+                                          pass_fds=(fd,) if fd is not None else ())
+                    break
+                except subprocess.TimeoutExpired:
+                    if not tries_left:
+                        raise
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap could not be run: {exc}"
         finally:

@@ -1,23 +1,31 @@
 """A bot process in its sandbox: started through the cgroup join, prlimit, setpriv and (in mode
 "bwrap") bubblewrap; ended with everything it started; its end described with the limit that
-ended it ("killed by the sandbox: memory limit (512 MiB)")."""
+ended it ("killed by the sandbox: memory limit (512 MiB)").
+
+What the platform cannot do for it is a PlatformFault, never the bot's startup failure: a uid
+lease, a cgroup or a sandbox it cannot set up ("sandbox": bubblewrap's JSON status tells its
+set-up failing from the bot's own exit), a runtime outside the bot's folder its uid cannot reach
+or run ("runtime"). Its own folder, program and exit stay the bot's."""
 
 from __future__ import annotations
 
 import asyncio
 import atexit
 import contextlib
+import json
 import os
 import shlex
 import signal
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..bots.endpoint import BotEndpoint
 from ..bots.cpu import CpuMeter
+from ..bots.faults import PLATFORM_ERRNOS
 from ..bots.launcher import ADDRESS_ENV, BotProcess
+from ..errors import PlatformFault, platform_fault
 from ..metrics import SANDBOX_KILLS
 from .bwrap import SOCKET_MOUNT, BwrapPlan, bwrap_argv, prlimit_argv, setpriv_argv
 from .cgroups import BotCgroup, join_command, signal_all
@@ -25,9 +33,11 @@ from .machine import Machine
 from .seccomp import program, program_fd
 from .settings import MIB, SandboxSettings, pass_env_from_environment
 from .uids import UidLease, take_uid
-from .view import DEFAULT_PATH, BotView, bot_view, etc_entries, shown_problem, system_entries
+from .view import SYSTEM_ROOTS, DEFAULT_PATH, BotView, bot_view, etc_entries, inside, shown_problem, system_entries
 
 HOME_INSIDE = "/tmp"
+SETUP_LOG_TAIL = 4096  # bytes of a bot's log read for the line bwrap left when its set-up failed
+_MAX_LINKS = 40  # symbolic links followed from a bot's program
 # Bots whose stop was interrupted (a match cancelled again while it stopped them): killed, but
 # their group or uid not yet given back; finished before each launch. Without this, such a group
 # stayed until exit and kept counting in the referee's CPU weight (``CgroupTree._weigh``).
@@ -74,6 +84,8 @@ class SandboxedProcess(BotProcess):
         self.cgroup: BotCgroup | None = None
         self.rlimits: dict[str, int] = {}
         self.view: BotView | None = None
+        self._status_fd: int | None = None  # the read end of bwrap's --json-status-fd
+        self._status: list[dict[str, object]] | None = None  # what it wrote, read once it ended
 
     # --- starting -------------------------------------------------------------------------
 
@@ -92,13 +104,18 @@ class SandboxedProcess(BotProcess):
             raise PermissionError(problem)
         if machine.as_root:
             if self.mode == "limits":  # no mount namespace: its uid walks the host's paths
-                socket_folder.parent.chmod(0o711)  # it may pass through to its own folder, not list the others
+                with _sandbox_step("cannot open the bots' socket folder to their uids"):
+                    socket_folder.parent.chmod(0o711)  # it may pass through to its own folder, not list the others
+            if problem := runtime_problem(view, self.mode):  # outside its folder: the platform's to fix
+                raise PlatformFault("runtime", f"bot {self.log_path.stem}: {problem}")
             if problem := uid_problem(view, self.mode, [str(socket_folder)]):
                 raise PermissionError(problem)
-            self.uid = take_uid(settings.uid_first, settings.uid_count)
+            with _sandbox_step("cannot lease a uid for the bot"):
+                self.uid = take_uid(settings.uid_first, settings.uid_count)
         if machine.cgroups is not None:
-            self.cgroup = machine.cgroups.new_group(self.log_path.stem)
-            self.cgroup.set_limits(settings.memory_mib * MIB, settings.processes, settings.cpus)
+            with _sandbox_step("cannot make the bot's cgroup"):
+                self.cgroup = machine.cgroups.new_group(self.log_path.stem)
+                self.cgroup.set_limits(settings.memory_mib * MIB, settings.processes, settings.cpus)
         limited = self.cgroup.limited if self.cgroup else {}
         self.rlimits = {"nofile": settings.open_files, "fsize": settings.file_size_mib * MIB, "core": 0}
         if "processes" not in limited:
@@ -107,11 +124,12 @@ class SandboxedProcess(BotProcess):
             self.rlimits["data"] = settings.memory_mib * MIB  # per process: heap and private mappings
 
         uid = self.uid.uid if self.uid else os.getuid()
-        if self.uid is not None:
-            os.chown(socket_folder, uid, uid)
-            for folder in self.writable:
-                give_tree(Path(folder), uid)
-        socket_folder.chmod(0o700)
+        with _sandbox_step("cannot give the bot its folders"):
+            if self.uid is not None:
+                os.chown(socket_folder, uid, uid)
+                for folder in self.writable:
+                    give_tree(Path(folder), uid)
+            socket_folder.chmod(0o700)
         env = self._environment(view)
         inner = [*prlimit_argv(tools["prlimit"] or "prlimit", self.rlimits)]
         if self.mode == "bwrap":
@@ -120,20 +138,24 @@ class SandboxedProcess(BotProcess):
             env.update({"HOME": HOME_INSIDE, "TMPDIR": HOME_INSIDE,
                         ADDRESS_ENV: f"unix:{SOCKET_MOUNT}/{Path(self.address).name}"})
             code = program()[0] if machine.seccomp_problem is None else None
-            if code is not None:
-                self.pass_fds = (program_fd(code),)  # start() hands it to bwrap and closes it
+            with _sandbox_step("cannot hand bubblewrap its filter and status pipe"):
+                seccomp_fd = program_fd(code) if code is not None else None
+                self.pass_fds = () if seccomp_fd is None else (seccomp_fd,)  # start() hands them over, then closes them
+                self._status_fd, status_write = os.pipe2(os.O_CLOEXEC)
+                self.pass_fds += (status_write,)
             plan = BwrapPlan(bwrap=tools["bwrap"] or "bwrap", command=(*inner, *view.argv), cwd=view.cwd,
                              env=tuple(sorted(env.items())), system=tuple(system_entries()),
                              etc=tuple(etc_entries(self.network)), read_only=view.read_only,
                              socket_folder=str(socket_folder), tmp_bytes=settings.tmp_mib * MIB,
-                             as_root=machine.as_root, seccomp_fd=self.pass_fds[0] if self.pass_fds else None,
+                             as_root=machine.as_root, seccomp_fd=seccomp_fd, status_fd=status_write,
                              writable=self.writable, network=self.network)
             argv, outer_env, cwd = bwrap_argv(plan), {"PATH": DEFAULT_PATH}, "/"
         else:  # "limits": the host's file system and network, its own uid (root), limits, a clean environment
             home = socket_folder / "home"
-            home.mkdir(mode=0o700, exist_ok=True)
-            if self.uid is not None:
-                os.chown(home, uid, uid)
+            with _sandbox_step("cannot make the bot's home folder"):
+                home.mkdir(mode=0o700, exist_ok=True)
+                if self.uid is not None:
+                    os.chown(home, uid, uid)
             env.update({"HOME": str(home), "TMPDIR": str(home), ADDRESS_ENV: self.address})
             inner += setpriv_argv(tools["setpriv"] or "setpriv", uid, machine.as_root)
             argv, outer_env, cwd = [*inner, *view.argv], env, view.cwd
@@ -202,6 +224,55 @@ class SandboxedProcess(BotProcess):
                 return False
         self._release()
         return True
+
+    async def exit_fault(self) -> PlatformFault | None:
+        """Its log not written, or (mode "bwrap") a sandbox that could not be set up: bubblewrap
+        ended on its own with no "exit-code" in its JSON status, so the bot's command never ran
+        (a mount, namespace or filter that failed; the cgroup join, before it). A bot killed by
+        its cgroup's memory limit, or whose command ran and exited, is the bot's."""
+        fault = self.platform_fault()
+        if fault is not None or self.mode != "bwrap" or self.process is None:
+            return fault
+        code = self.process.returncode
+        if code is None or code < 0:  # running, or killed by a signal (the referee's stop): not its set-up
+            return None
+        if self.cgroup is not None and self.cgroup.stats().oom_kills:
+            return None
+        if any("exit-code" in doc for doc in self._read_status()):
+            return None
+        said = await self._setup_line()
+        return PlatformFault("sandbox", f"the sandbox of bot {self.log_path.stem} could not be set up (status {code}, "
+                                        f"before its command ran){': ' + said if said else ''}")
+
+    def _read_status(self) -> list[dict[str, object]]:
+        """bubblewrap's JSON status documents, read (once) after it ended: one a line."""
+        if self._status is None:
+            data = b""
+            if self._status_fd is not None:
+                os.set_blocking(self._status_fd, False)
+                with contextlib.suppress(OSError):
+                    while len(data) < 65536 and (chunk := os.read(self._status_fd, 4096)):
+                        data += chunk
+            self._status = []
+            for line in data.decode(errors="replace").splitlines():
+                with contextlib.suppress(ValueError):
+                    doc = json.loads(line)
+                    if isinstance(doc, dict):
+                        self._status.append(doc)
+        return self._status
+
+    async def _setup_line(self) -> str:
+        """The last line the failed set-up left in the bot's log (bwrap's or the cgroup join's)."""
+        if self.log is not None:
+            await asyncio.to_thread(self.log.finish, 1.0)
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, 2) - SETUP_LOG_TAIL))
+                lines = f.read().decode("utf-8", errors="replace").splitlines()
+        except OSError:
+            return ""
+        said = [line.strip() for line in lines if line.strip() and not line.startswith("--- ")]
+        return "".join(c if c.isprintable() else " " for c in said[-1])[:300] if said else ""
 
     def returncode_signal(self, code: int) -> int | None:
         if code < 0:
@@ -279,6 +350,9 @@ class SandboxedProcess(BotProcess):
         if self.uid is not None:
             self.uid.release()
             self.uid = None
+        if self._status_fd is not None:
+            os.close(self._status_fd)
+            self._status_fd = None
 
     def described_command(self) -> str:
         return shlex.join(self.view.argv) if self.view else shlex.join(self.endpoint.command)
@@ -308,6 +382,69 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+@contextlib.contextmanager
+def _sandbox_step(what: str) -> Iterator[None]:
+    """A step of setting up a bot's sandbox: an OSError in it is the platform's (PlatformFault
+    "sandbox"; "descriptors", "memory" or "disk" when its errno says the machine is short of one)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in PLATFORM_ERRNOS:
+            raise platform_fault(exc, what) from exc
+        raise PlatformFault("sandbox", f"{what}: {exc.strerror or exc}") from exc
+
+
+def runtime_problem(view: BotView, mode: str) -> str | None:
+    """Why a bot with a uid of its own (a root referee's) could not reach or run what it is given
+    outside its own folder, or None: its runtime and extra paths not readable by others (in mode
+    "limits" also a folder on the way others may not pass), or its program, when that lies outside
+    its folder (an interpreter, a runtime's), behind a folder others may not pass or not executable
+    by others. The platform's to fix (PlatformFault "runtime"); the same in its own folder is the
+    bot's (``uid_problem``)."""
+    outside = [path for path in view.read_only if not inside(path, view.cwd)]
+    try:
+        _check_readable_by_others(outside)
+        if mode == "limits":
+            _check_passable_by_others(outside)
+        if not inside(view.argv[0], view.cwd):
+            _check_runnable_by_others(view.argv[0], [*view.read_only, *SYSTEM_ROOTS] if mode == "bwrap" else [])
+    except PermissionError as exc:
+        return f"its runtime: {exc}"
+    return None
+
+
+def _check_runnable_by_others(program: str, mounts: list[str]) -> None:
+    """PermissionError naming the first folder others may not pass (o+x) on the way to ``program``
+    or to a link it leads through, or the file others may not execute. Folders are checked from the
+    mount that shows them (``mounts``; bwrap makes the folders above a mount itself), else from /."""
+    path = program
+    for _ in range(_MAX_LINKS):
+        shown_from = max((m for m in mounts if inside(path, m)), key=len, default="/")
+        folder = os.path.dirname(path)
+        on_the_way = []
+        while inside(folder, shown_from) and folder != "/":
+            on_the_way.append(folder)
+            folder = os.path.dirname(folder)
+        for folder in reversed(on_the_way):
+            try:
+                mode = os.stat(folder).st_mode
+            except OSError:
+                continue  # not there: the start itself will say
+            if not mode & stat.S_IXOTH:
+                raise PermissionError(f"the bot's own uid cannot pass through {folder} (mode {stat.S_IMODE(mode):04o}) "
+                                      f"to its program {program}: chmod o+x it")
+        if not os.path.islink(path):
+            break
+        path = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # not there: the start itself will say
+    if not mode & stat.S_IXOTH:
+        raise PermissionError(f"its program {path} is not executable by the bot's own uid (mode "
+                              f"{stat.S_IMODE(mode):04o}): chmod o+x it")
+
+
 def uid_problem(view: BotView, mode: str, more: list[str] = ()) -> str | None:  # type: ignore[assignment]
     """Why a bot with a uid of its own (a root referee's) could not read what ``view`` shows it, or
     None: a path not readable by others, or in mode "limits" (no mount namespace) a folder on the
@@ -321,10 +458,11 @@ def uid_problem(view: BotView, mode: str, more: list[str] = ()) -> str | None:  
     return None
 
 
-def _check_readable_by_others(view: BotView) -> None:
-    """A bot with a uid of its own reads its folder and runtime as "others" do: PermissionError
-    naming the first path it could not read (a private folder, e.g. one made by mktemp)."""
-    for path in view.read_only:
+def _check_readable_by_others(paths: BotView | list[str]) -> None:
+    """A bot with a uid of its own reads its folder and runtime (a view's ``read_only``, or
+    ``paths``) as "others" do: PermissionError naming the first path it could not read (a private
+    folder, e.g. one made by mktemp)."""
+    for path in (paths.read_only if isinstance(paths, BotView) else paths):
         try:
             mode = os.stat(path).st_mode
         except OSError as exc:

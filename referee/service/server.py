@@ -35,7 +35,7 @@ from casino.v1 import game_pb2, referee_pb2, referee_pb2_grpc
 from ..bots.endpoint import BotEndpoint
 from ..bots.launcher import Launcher
 from ..clock import TimeControl
-from ..errors import EndpointError, ListenError
+from ..errors import EndpointError, ListenError, PlatformFault, platform_fault
 from ..match.report import GameReport
 from ..match.run import record_json, run_match
 from ..match.spec import FailurePolicy, MatchSpec
@@ -153,6 +153,9 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
         except RecordSpaceError as exc:  # the match was stopped (and its bots) before the record was written
             log.warning("a match was stopped: %s", exc)
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        except PlatformFault as exc:  # the platform's, not a bot's: the client may run the match again
+            log.error("a match was stopped by a platform fault (%s): %s", exc.condition, exc)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"platform fault ({exc.condition}): {exc}")
         except Exception as exc:  # the referee's own failure, reported, never a hang
             log.exception("match failed")
             await context.abort(grpc.StatusCode.INTERNAL, f"match failed: {exc}")
@@ -165,7 +168,13 @@ class RefereeService(referee_pb2_grpc.RefereeServiceServicer):
         """Write a finished game's record if the records folder has room (else RecordSpaceError)."""
         data = record_json(hide.record(report.record)).encode()
         self.space.take(len(data))
-        (self.records_dir / f"{report.game_id}.json").write_bytes(data)
+        path = self.records_dir / f"{report.game_id}.json"
+        try:
+            path.write_bytes(data)
+        except OSError as exc:  # a full disk the quota did not foresee: the platform's, not a bot's
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise platform_fault(exc, f"cannot write the game record {path.name}") from exc
 
     async def GetGameRecord(  # noqa: N802
         self, request: referee_pb2.GetGameRecordRequest, context: grpc.aio.ServicerContext

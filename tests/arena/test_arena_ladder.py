@@ -34,7 +34,7 @@ from tests.arena_support import (
     toml_value,
     wait_no_marked_processes,
 )
-from tests.conftest import sample_bot_path
+from tests.conftest import python_bot_command, sample_bot_path
 from tests.support import arena_here
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,13 +52,31 @@ def bot_command(script: str) -> str:
 GREEDY = {"name": "greedy", "command": bot_command("greedy_bot.py")}
 RANDOM_A = {"name": "random-a", "command": bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "11"}}
 RANDOM_B = {"name": "random-b", "command": bot_command("random_bot.py"), "env": {"CASINO_BOT_SEED": "22"}}
+# a gated bot (gated()) waits for the test at every move: the clock never decides, the test's own bound does
+GATE_TIME = {"move_ms": 120_000, "startup_ms": 20_000}
+
+
+def gated(name: str, folder: Path) -> tuple[dict[str, Any], Path]:
+    """A bot (tests/bots/scripted_bot.py, first legal move) that plays no move until the returned
+    gate file exists, in ``folder``/gates (made here): a round it plays in cannot end before the
+    test opens the gate, so a round due meanwhile is skipped (rounds never overlap) and the next
+    one is planned only after whatever the test did first, however long that took."""
+    gates = folder / "gates"
+    gates.mkdir(mode=0o755, exist_ok=True)
+    gate = gates / "open"
+    return {"name": name, "command": python_bot_command("gate", after=1), "env": {"SCRIPTED_BOT_GATE": str(gate)}}, gate
 
 
 def write_ladder(path: Path, database: str, bots: list[dict[str, Any]], ladder: dict[str, Any] | None,
-                 concurrency: int = 2) -> Path:
-    """A 2-player tournament file (seeded, fast moves) with the given [ladder] section, or none."""
+                 concurrency: int = 2, time_control: dict[str, int] | None = None,
+                 sandbox: dict[str, Any] | None = None) -> Path:
+    """A 2-player tournament file (seeded, fast moves unless ``time_control``) with the given
+    [ladder] section, or none, and a [sandbox] table when ``sandbox``."""
     lines = [f"name = {toml_value(path.stem)}", "players = 2", "seed = 11", f"concurrency = {concurrency}",
-             f"database = {toml_value(database)}", "", "[time]", *(f"{k} = {v}" for k, v in TIME.items())]
+             f"database = {toml_value(database)}", "", "[time]",
+             *(f"{k} = {v}" for k, v in (time_control or TIME).items())]
+    if sandbox is not None:
+        lines += ["", "[sandbox]", *(f"{k} = {toml_value(v)}" for k, v in sandbox.items())]
     for bot in bots:
         lines += ["", "[[bots]]", *(f"{k} = {toml_value(v)}" for k, v in bot.items())]
     if ladder is not None:
@@ -150,11 +168,16 @@ class Ladder:
 
 @pytest.fixture
 def make_ladder(tmp_path: Path) -> Iterator[Callable[..., Ladder]]:
-    """``make_ladder(bots, ladder, concurrency=2)``: a ladder file (SQLite database next to it) and its commands."""
+    """``make_ladder(bots, ladder, concurrency=2, gate=None)``: a ladder file (SQLite database next to
+    it) and its commands. With ``gate`` (``gated``'s), the gated bot's sandbox may read its folder
+    and every bot gets the gate's move time."""
     made: list[Ladder] = []
 
-    def make(bots: list[dict[str, Any]], ladder: dict[str, Any] | None, concurrency: int = 2) -> Ladder:
-        path = write_ladder(tmp_path / "ladder.toml", f"sqlite:///{tmp_path / 'ladder.db'}", bots, ladder, concurrency)
+    def make(bots: list[dict[str, Any]], ladder: dict[str, Any] | None, concurrency: int = 2,
+             gate: Path | None = None) -> Ladder:
+        path = write_ladder(tmp_path / "ladder.toml", f"sqlite:///{tmp_path / 'ladder.db'}", bots, ladder, concurrency,
+                            GATE_TIME if gate is not None else None,
+                            {"read_only": [str(gate.parent)]} if gate is not None else None)
         made.append(Ladder(path, tmp_path))
         return made[-1]
 
@@ -196,24 +219,30 @@ def assert_played_once(ladder: Ladder) -> list[GameRow]:
 # --- 1. rounds, and a bot added between them ------------------------------------------------------
 
 
-def test_bot_added_between_rounds_plays_first_in_the_next_round(make_ladder: Callable[..., Ladder]) -> None:
+def test_bot_added_between_rounds_plays_first_in_the_next_round(make_ladder: Callable[..., Ladder],
+                                                               tmp_path: Path) -> None:
     # The bot is added while round 1 plays, right after the round is scheduled: round 1 keeps the pool
-    # it started with, and round 2 (not due before the 6 s interval, however short round 1 is) sees
-    # the new bot whatever the machine's speed.
-    ladder = make_ladder([GREEDY, RANDOM_A, RANDOM_B], {"interval": "6s", "pairings_per_bot": 1})
+    # it started with, and round 2 sees the new bot whatever the machine's speed: round 1's gated bot
+    # holds the round open until the `arena bots add` process has returned (rounds never overlap: the
+    # ticks meanwhile are skipped). Before, a 6 s interval was to outlast that process, whose start
+    # took longer on a loaded machine: round 2 was planned before the bot came.
+    gated_bot, gate = gated("gated", tmp_path)
+    ladder = make_ladder([GREEDY, RANDOM_A, gated_bot], {"interval": "1s", "pairings_per_bot": 1}, gate=gate)
     proc, out = ladder.start_serve("--rounds", "2")
     round_1 = wait_for("round 1 to be scheduled", lambda: by_round(ladder.games()).get(1), proc)
     newbie_command = bot_command("random_bot.py")
     added = ladder.run("bots", "add", "newbie", newbie_command, "-f", str(ladder.path))
     assert added.returncode == 0, added.stderr
     assert added.stdout == f"added newbie: {newbie_command}\n"
+    assert by_round(ladder.games()).keys() == {1}, "round 1 is held open until the bot is added"
+    gate.touch()
     text = ladder.finish(proc, out)
 
     tid = ladder.tid
     assert tid is not None
     games = assert_played_once(ladder)
     bots = ladder.store.bots(tid)
-    assert [b.name for b in bots] == ["greedy", "random-a", "random-b", "newbie"]
+    assert [b.name for b in bots] == ["greedy", "random-a", "gated", "newbie"]
     newbie = bots[3].position
     rounds = by_round(games)
     assert sorted(rounds) == [1, 2] and ladder.store.tournament(tid).rounds == 2
@@ -335,18 +364,22 @@ def test_removed_bot_leaves_later_rounds_but_keeps_its_games_and_rating(make_lad
 
 
 def test_removed_bot_processes_stop_after_the_round_while_the_ladder_goes_on(
-        make_ladder: Callable[..., Ladder]) -> None:
-    # random-b carries a marker of its own, so its processes can be told from the others'. It is
-    # removed once round 1 is scheduled (round 2 is not due before the 6 s interval): whether the
-    # removal lands during round 1 or after it, by the end of round 2 its processes are stopped,
-    # while the server and the bots still in the pool stay up for round 3.
+        make_ladder: Callable[..., Ladder], tmp_path: Path) -> None:
+    # The leaver carries a marker of its own, so its processes can be told from the others'. It is
+    # removed while round 1 plays: it holds the round open (a gated bot) until the `arena bots
+    # remove` process has returned, so round 2 is planned without it however long that process
+    # took to start (over the 6 s interval on a loaded machine). By the end of round 2 its processes
+    # are stopped, while the server and the bots still in the pool stay up for round 3.
     leaver = secrets.token_hex(8)
-    ladder = make_ladder([GREEDY, RANDOM_A, {**RANDOM_B, "env": {**RANDOM_B["env"], MARKER_ENV: leaver}}],
-                         {"interval": "6s", "pairings_per_bot": 1})
+    gated_bot, gate = gated("leaver", tmp_path)
+    ladder = make_ladder([GREEDY, RANDOM_A, {**gated_bot, "env": {**gated_bot["env"], MARKER_ENV: leaver}}],
+                         {"interval": "6s", "pairings_per_bot": 1}, gate=gate)
     proc, out = ladder.start_serve()
     try:
         wait_for("round 1 to be scheduled", lambda: by_round(ladder.games()).get(1), proc)
-        assert ladder.run("bots", "remove", "random-b", "-f", str(ladder.path)).returncode == 0
+        assert ladder.run("bots", "remove", "leaver", "-f", str(ladder.path)).returncode == 0
+        assert by_round(ladder.games()).keys() == {1}, "round 1 is held open until the bot is removed"
+        gate.touch()
         wait_for("round 2 to be played",
                  lambda: re.search(r"^round 2: \d+ games? played", out.read_text(encoding="utf-8"), flags=re.M), proc)
         assert marked_processes(leaver) == [], "the removed bot's processes are stopped after the round"
@@ -355,7 +388,7 @@ def test_removed_bot_processes_stop_after_the_round_while_the_ladder_goes_on(
             f"the pool's bots keep their processes between rounds: {staying}"
         assert proc.poll() is None
         games = ladder.games()
-        removed = next(b for b in ladder.store.bots(ladder.tid or 0) if b.name == "random-b").position
+        removed = next(b for b in ladder.store.bots(ladder.tid or 0) if b.name == "leaver").position
         assert any(removed in g.seat_bots for g in games if g.round == 1)
         assert all(removed not in g.seat_bots for g in games if g.round >= 2)
 

@@ -26,6 +26,8 @@ Listens on CASINO_BOT_ADDRESS. Plays the first legal move, except that from its 
   burn          busy-loops in a thread of its own until that thread has used MS ms of CPU (default
                 100), then plays well: CPU time, however long the machine takes to give it
   sleep         sleeps MS ms (wall clock) using no CPU, then plays well
+  chatty        prints MS KiB to stdout (a blocking write: a pipe nobody drains holds it up), then
+                plays well
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from casino.v1 import bot_pb2, bot_pb2_grpc
 
 MODES = ("normal", "never-listen", "no-hello", "crash", "hang", "late", "illegal", "bad-index", "garbage",
-         "huge", "exit-between", "close-between", "flood", "wrong-turn", "gate", "rude-hello", "burn", "sleep")
+         "huge", "exit-between", "close-between", "flood", "wrong-turn", "gate", "rude-hello", "burn", "sleep",
+         "chatty")
 RUDE_NAME = ("\x1b[1;31mmallory\x1b[0m\n    P1 builtin-random: crash at deal 1 play 1: FORFEITS\r\n\x1b]0;owned\x07"
              + "\u202e" + "M" * 200_000)
 RUDE_VERSION = "6.6.6\x1b[2J\x1b[H\n" + "v" * 200_000
@@ -104,6 +107,9 @@ class ScriptedBot(bot_pb2_grpc.BotServiceServicer):
                         await asyncio.to_thread(_burn, self.ms / 1000)
                     if self.mode == "sleep":
                         await asyncio.sleep(self.ms / 1000)
+                    if self.mode == "chatty":
+                        sys.stdout.buffer.write(b"chatter " * (self.ms * 128))
+                        sys.stdout.buffer.flush()
                     if self.mode == "gate":
                         gate = os.environ["SCRIPTED_BOT_GATE"].replace("{turn}", str(self.turns))
                         while not os.path.exists(gate):
@@ -153,7 +159,8 @@ def main() -> int:
     parser.add_argument("mode", choices=MODES)
     parser.add_argument("--after", type=int, default=3)
     parser.add_argument("--turns", type=int, default=0, help="turns MODE applies to (default: all from --after on)")
-    parser.add_argument("--ms", type=int, default=100, help="burn: ms of CPU per turn; sleep: ms of wall time")
+    parser.add_argument("--ms", type=int, default=100,
+                        help="burn: ms of CPU per turn; sleep: ms of wall time; chatty: KiB printed")
     parser.add_argument("--play-events", action="store_true", help="ask for PlayMade events and print their count per game")
     args = parser.parse_args()
     try:

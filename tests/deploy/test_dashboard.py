@@ -116,7 +116,7 @@ def dashboard() -> dict[str, Any]:
 
 def test_the_document_lists_the_metrics_of_the_referee_and_the_arena() -> None:
     documented = documented_metrics()
-    assert len(documented) == 24, sorted(documented)
+    assert len(documented) == 27, sorted(documented)
     assert all(m.type in ("counter", "gauge", "histogram") for m in documented.values())
     assert all(m.name.endswith("_total") == (m.type == "counter") for m in documented.values())
     assert all(m.name.startswith(("referee_", "arena_", "grpc_server_")) for m in documented.values())

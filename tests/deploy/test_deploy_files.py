@@ -145,7 +145,10 @@ def test_overlay_renders_and_validates_strictly(rendered: tuple[Path, list[dict[
 
 
 def test_every_command_line_parses_with_the_real_parsers(rendered: tuple[Path, list[dict[str, Any]]],
-                                                         tmp_path: Path) -> None:
+                                                         tmp_path: Path, node_bot: str) -> None:
+    # node_bot: the deployment's `referee serve` offers the Node.js sample bot, whose runtime's
+    # packages must be installed for its settings to load (npm ci, as the image does); without
+    # the fixture this passed only after another test had installed them (not in a fresh clone alone)
     commands = _all_commands(rendered[1])
     seen = set()
     for where, argv in commands:

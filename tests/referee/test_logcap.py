@@ -39,3 +39,22 @@ def test_earlier_starts_count_against_the_cap(tmp_path: Path) -> None:
     assert log.discarded == 5
     again = feed(tmp_path / "bot.log", 40, [b"more"])
     assert again.discarded == 4 and again.cut, "a full log keeps nothing more"
+
+
+def test_a_log_that_cannot_be_written_is_noted_and_the_pipe_still_drained() -> None:
+    """/dev/full refuses every write (ENOSPC): the error is kept for the game to end on (the
+    platform's fault), and everything the bot writes is still read, so the bot never blocks on a
+    full pipe (1 MiB is 16 times a pipe's buffer: a reader that stopped would leave ``feed`` stuck)."""
+    import errno
+    import threading
+
+    read_end, write_end = os.pipe()
+    log = CappedLog(read_end, Path("/dev/full"), 4 << 20)
+    writer = threading.Thread(target=lambda: [os.write(write_end, b"x" * 4096) for _ in range(256)], daemon=True)
+    writer.start()
+    writer.join(10)
+    assert not writer.is_alive(), "the bot's writes were not drained"
+    os.close(write_end)
+    assert log.finish(10)
+    assert log.error is not None and log.error.errno == errno.ENOSPC
+    assert log.lost == 256 * 4096 and not log.cut and log.discarded == 0

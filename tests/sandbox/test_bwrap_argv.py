@@ -120,3 +120,10 @@ def test_the_system_call_filter_is_read_from_its_descriptor_when_there_is_one() 
     assert "--seccomp" not in bwrap_argv(PLAN)
     argv = before_command(bwrap_argv(BwrapPlan(**{**PLAN.__dict__, "seccomp_fd": 7})))
     assert pairs(argv, "--seccomp") == [("7",)]
+
+
+def test_its_status_is_written_to_its_descriptor_when_there_is_one() -> None:
+    """``--json-status-fd``: how a set-up that failed is told from the bot's own exit (issue 26)."""
+    assert "--json-status-fd" not in bwrap_argv(PLAN)
+    argv = before_command(bwrap_argv(BwrapPlan(**{**PLAN.__dict__, "status_fd": 9})))
+    assert pairs(argv, "--json-status-fd") == [("9",)]

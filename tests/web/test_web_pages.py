@@ -322,7 +322,8 @@ def test_a_database_served_alone_marks_bots_as_its_files_last_run_stored(audit_d
 # --- the migration ------------------------------------------------------------------------------
 
 
-LATER_TABLES = ("live_games", "submissions", "users")
+LATER_TABLES = ("live_games", "submissions", "users", "worker_pauses")
+LATER_COLUMNS = (("games", "platform_faults"),)  # columns the revisions after 0004_web_games add
 HEAD_REVISION = ScriptDirectory(str(Path(arena.store.__file__).parent / "migrations")).get_current_head()
 
 
@@ -339,6 +340,8 @@ def test_the_migration_fills_game_seats_for_games_stored_before_it(played_db: st
         conn.execute("DROP INDEX ix_games_tournament_status")
         for later in LATER_TABLES:  # the tables of the revisions after 0004_web_games
             conn.execute(f"DROP TABLE IF EXISTS {later}")
+        for table, column in LATER_COLUMNS:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         conn.execute("UPDATE alembic_version SET version_num = '0003'")
     assert len(written) == 24
     Store(f"sqlite:///{copy}").close()

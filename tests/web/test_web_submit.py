@@ -6,9 +6,11 @@ oversized uploads and every kind of bad archive refused, bot-chosen text shown e
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 import tarfile
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -400,6 +402,35 @@ def test_a_check_that_runs_too_long_is_stopped_and_rejected_and_its_bot_killed(
         done = verdict(web, sent.json()["submission"]["id"], tokens["alice"])
         assert done["status"] == "rejected" and "took longer than 2 s" in done["reason"], done
     assert_no_bot_processes(wait_s=10, patterns=("hang_bot.py",))
+
+
+def test_a_check_the_platform_stops_leaves_the_submission_checking_not_rejected(
+        ladder_db: str, tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 26: the check's bot logs on a full disk make `referee check` exit 4 (a platform fault).
+    Before, that was the submission's rejection ("the check could not run the bot: ..."); now it
+    stays checking, to run again at the server's next start, and the operator's log says why."""
+    from tests.referee.test_platform_faults import fill, small_tmpfs
+
+    with small_tmpfs("64k") as disk:
+        fill(disk, leave=4096)  # room for one bot log: the check's second finds none
+        monkeypatch.setattr(tempfile, "tempdir", tempfile.gettempdir())  # the web's own files stay where they are
+        monkeypatch.setenv("TMPDIR", str(disk))  # the check's bot logs on the (all but) full disk
+        caplog.set_level(logging.ERROR, logger="arena.web")
+        for web in app(ladder_db):
+            sent = send(web, archive(), headers=bearer(tokens["alice"]))
+            assert sent.status_code == 202, sent.text
+            sid = sent.json()["submission"]["id"]
+            deadline = time.monotonic() + CHECK_WAIT_S + 30  # bounded: the check's own limit, and some
+            while True:  # until the check has ended: with a verdict (before), or saying so in the log
+                found = web.get(f"/submissions/{sid}.json", headers=bearer(tokens["alice"])).json()["submission"]
+                said = [r.getMessage() for r in caplog.records if "stopped by a platform fault" in r.getMessage()]
+                if said or found["status"] != "checking" or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+    assert found["status"] == "checking" and found["bot"] is None, found
+    assert len(said) == 1 and "platform fault (disk)" in said[0] and "No space left on device" in said[0], said
+    assert pool(ladder_db) == {}
 
 
 def test_a_forged_or_altered_session_cookie_is_nobody(web: TestClient, tokens: dict[str, str]) -> None:
