@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import referee  # noqa: E402,F401 - first, as in the referee's own commands: it sets gRPC's options
 import grpc  # noqa: E402
 
 from casino.v1 import bot_pb2, bot_pb2_grpc, game_pb2  # noqa: E402
