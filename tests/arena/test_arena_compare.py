@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from arena.play.compare import CompareSpec, Comparison, endpoint_bot
-from arena.play.executor import InProcessExecutor, SeatBot
+from arena.play.executor import GameExecutor, InProcessExecutor, SeatBot
 from arena.rating.stats import SprtBounds
 from referee.bots.endpoint import BotEndpoint
 from referee.bots.launcher import BotProcess
@@ -94,7 +94,11 @@ def _sprt_run(logs: Path, concurrency: int) -> tuple[Comparison, CountingExecuto
                        bounds=SprtBounds(0.0, 2.0, 0.05, 0.05), max_units=200, seed=3, concurrency=concurrency,
                        time_control=TimeControl(move_time_ms=int(ROOMY_MS)))
     executor = CountingExecutor(logs)
-    comparison = Comparison(spec, executor)
+    return run_comparison(Comparison(spec, executor), executor), executor
+
+
+def run_comparison(comparison: Comparison, executor: GameExecutor) -> Comparison:
+    """Run ``comparison`` to its end on ``executor``, then close the executor."""
 
     async def run() -> None:
         try:
@@ -102,7 +106,7 @@ def _sprt_run(logs: Path, concurrency: int) -> tuple[Comparison, CountingExecuto
         finally:
             await executor.close()
     asyncio.run(run())
-    return comparison, executor
+    return comparison
 
 
 @pytest.mark.timeout(240)

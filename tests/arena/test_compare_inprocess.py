@@ -5,7 +5,6 @@ runs them; and a ladder's ``bots add`` refuses one in one line (exit 2)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from arena.play.executor import GameExecutor, InProcessExecutor, SeatBot
 from arena.play.pool import WorkerPoolExecutor
 from referee.bots.endpoint import INPROCESS_REFUSED, BotEndpoint
 from referee.bots.launcher import LOCAL_LAUNCHER
+from tests.arena.test_arena_compare import run_comparison
 from tests.arena_support import write_tournament
 from tests.conftest import ROOT
 from tests.support import arena_here, run_arena
@@ -27,16 +27,7 @@ RANDOM = ROOT / "sample_bots" / "random" / "random_bot.py"
 def compare(candidate: BotEndpoint, baseline: BotEndpoint, executor: GameExecutor) -> list[PairResult]:
     spec = CompareSpec(candidate=SeatBot("candidate", candidate), baseline=SeatBot("baseline", baseline),
                        unit="games", units=6, seed=3, concurrency=2)
-    comparison = Comparison(spec, executor)
-
-    async def run() -> None:
-        try:
-            await comparison.run()
-        finally:
-            await executor.close()
-
-    asyncio.run(run())
-    return comparison.pairs
+    return run_comparison(Comparison(spec, executor), executor).pairs
 
 
 def test_a_pooled_in_process_comparison_decides_as_over_grpc(tmp_path: Path) -> None:
