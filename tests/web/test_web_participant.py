@@ -72,9 +72,11 @@ def test_pages_show_times_relative_to_their_generated_at_with_the_exact_time_on_
         # the footer: the last game to finish is the data's freshness (with games played two at a time it
         # may be another than the newest by number)
         latest = max(game["finished_at"] for game in listed["games"] if game["finished_at"])
-        assert f"data as of {time_tag(latest, ago(datetime.fromisoformat(latest), now))}" in games
-        for path in (f"/t/{TOURNAMENT}/games/{number}", "/", f"/t/{TOURNAMENT}/bots/{row['seats'][0]['bot']}"):
+        latest_tag = time_tag(latest, ago(datetime.fromisoformat(latest), now))
+        assert f"data as of {latest_tag}" in games
+        for path in (f"/t/{TOURNAMENT}/games/{number}", f"/t/{TOURNAMENT}/bots/{row['seats'][0]['bot']}"):
             assert tag in web.get(path).text, path
+        assert latest_tag in web.get("/").text  # the front page: each tournament's last game to finish
     later = now + timedelta(days=2)
     for web in clocked(played_db, later):
         assert time_tag(iso, "2 days ago") in web.get(f"/t/{TOURNAMENT}/games").text
