@@ -49,7 +49,7 @@ POLICY_CHOICES = tuple(p.value for p in FailurePolicy)
 
 # The keys each part of the file may hold; "" is the top level.
 TOP_KEYS = ("name", "players", "games_per_pairing", "duplicate", "concurrency", "seed", "database", "auto_forced",
-            "rules", "time", "failures", "bots", "ladder", "sandbox", "runtimes", "standings", "public_notes")
+            "rules", "time", "failures", "bots", "ladder", "sandbox", "runtimes", "standings", "public_notes", "challenges")
 SECTION_KEYS = {
     "": TOP_KEYS,
     "[rules]": ("on_twenty", "max_deals"),
@@ -58,6 +58,8 @@ SECTION_KEYS = {
     "[[bots]]": ("name", "command", "address", "package", "cwd", "env", "archive"),
     "[ladder]": ("interval", "cron", "pairings_per_bot", "sets_per_pairing"),
     "[standings]": ("provisional_games", "provisional_sigma"),
+    "[challenges]": ("in_flight", "games_per_day", "games_per_round", "max_pairs", "unit", "lower", "upper", "alpha",
+                     "beta"),
     "[sandbox]": SandboxSettings.keys(),
 }
 PACKAGE_SPEC = "package"  # a bot row's spec when it is a bot package (its archive holds the package)
@@ -139,6 +141,42 @@ class StandingsSettings:
         return cls(games, float(sigma))
 
 
+CHALLENGE_UNITS = ("deals", "games")
+DEFAULT_CHALLENGE_BOUNDS = {"deals": (0.0, 0.5), "games": (0.0, 20.0)}  # as `arena compare`'s defaults
+
+
+@dataclass(frozen=True)
+class ChallengeSettings:
+    """A ladder's challenges ([challenges], docs/challenges.md): what one user may ask for (challenges
+    in flight, games a day), how many challenge games `arena serve` plays after each round's own
+    games, and the sequential test's cap and bounds (``arena compare``'s: points per deal for unit
+    deals, Elo for unit games). Kept with the tournament's settings, so the web app reads the same."""
+
+    in_flight: int = 2
+    games_per_day: int = 400
+    games_per_round: int = 40
+    max_pairs: int = 100
+    unit: str = "deals"
+    lower: float = 0.0
+    upper: float = 0.5
+    alpha: float = 0.05
+    beta: float = 0.05
+
+    def to_stored(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_stored(cls, settings: Any) -> ChallengeSettings:
+        """A tournament's stored ``challenges``; the defaults for what it lacks or holds unusable."""
+        found = settings.get("challenges") if isinstance(settings, dict) else None
+        if not isinstance(found, dict):
+            return cls()
+        try:
+            return cls(**{f.name: found[f.name] for f in dataclasses.fields(cls) if f.name in found})
+        except (TypeError, ValueError):
+            return cls()
+
+
 @dataclass(frozen=True)
 class TournamentConfig:
     """A checked tournament file: the bots, how their games are played, and where results go."""
@@ -165,6 +203,7 @@ class TournamentConfig:
     auto_forced: bool = True  # a seat's only legal move is played by the referee (docs/protocol.md)
     # how standings mark provisional bots: shown, never fingerprinted (changing it resumes the same tournament)
     standings: StandingsSettings = dataclasses.field(default_factory=StandingsSettings)
+    challenges: ChallengeSettings = dataclasses.field(default_factory=ChallengeSettings)  # shown, never fingerprinted
 
     @property
     def game_settings(self) -> GameSettings:
@@ -254,6 +293,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
     _check_cpu_limit(top, time_control, bots)
     ladder = _ladder(top.table("ladder")) if "ladder" in data else None
     standings = _standings(top.table("standings"))
+    challenges = _challenges(top.table("challenges"))
     sandbox = _sandbox(top.table("sandbox"), path.parent)
     runtimes = _runtimes(data.get("runtimes"), path, problems, check_programs)
     if problems:
@@ -263,6 +303,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
         duplicate=duplicate, rules=rules, time_control=time_control, policy=policy, max_strikes=max_strikes,
         concurrency=concurrency, seed=seed, database=database, ladder=ladder, sandbox=sandbox,
         auto_forced=auto_forced, runtimes=runtimes, standings=standings, public_notes=public_notes,
+        challenges=challenges,
     )
 
 
@@ -652,6 +693,28 @@ def _standings(table: _Table) -> StandingsSettings:
         provisional_games=table.integer("provisional_games", d.provisional_games, minimum=0),
         provisional_sigma=table.number("provisional_sigma", d.provisional_sigma, above=0),
     )
+
+
+def _challenges(table: _Table) -> ChallengeSettings:
+    """The [challenges] table: users' quotas, games per round, the sequential test's cap and bounds."""
+    table.check_keys()
+    d = ChallengeSettings()
+    unit = table.choice("unit", CHALLENGE_UNITS, d.unit)
+    lower, upper = DEFAULT_CHALLENGE_BOUNDS[unit]
+    low = table.number("lower", lower, above=-math.inf)
+    high = table.number("upper", upper, above=-math.inf)
+    if not low < high:
+        table.problem(f"[challenges] lower ({low:g}) must be below upper ({high:g})")
+    alpha = table.number("alpha", d.alpha, above=0)
+    beta = table.number("beta", d.beta, above=0)
+    if not (alpha < 1 and beta < 1 and alpha + beta < 1):
+        table.problem(f"[challenges] alpha and beta must be below 1 and add up to less than 1, not {alpha:g}, {beta:g}")
+    return ChallengeSettings(
+        in_flight=table.integer("in_flight", d.in_flight, minimum=0),
+        games_per_day=table.integer("games_per_day", d.games_per_day, minimum=0),
+        games_per_round=table.integer("games_per_round", d.games_per_round, minimum=2),
+        max_pairs=table.integer("max_pairs", d.max_pairs, minimum=1, maximum=10_000),
+        unit=unit, lower=low, upper=high, alpha=alpha, beta=beta)
 
 
 def _sandbox(table: _Table, folder: Path) -> SandboxSettings:

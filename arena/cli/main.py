@@ -26,6 +26,7 @@ from referee.logs import configure as configure_logging
 
 from ..errors import ArenaError, UsageError, one_line, quoted, shown
 from ..play.joblog import job_fields
+from .challenge import add_challenge_parser
 from .compare import add_compare_parser, add_gauntlet_parser
 from .console import PROG, add_outage_argument, make_console
 from .migrate import add_migrate_parser
@@ -472,6 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compare_parser(sub)
     add_gauntlet_parser(sub)
+    add_challenge_parser(sub)
     add_web_parser(sub)
     add_users_parser(sub)
     add_submissions_parser(sub)

@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,7 @@ class CompareSpec:
     time_control: TimeControl = field(default_factory=TimeControl)
     policy: FailurePolicy = FailurePolicy.FORFEIT
     label: str = "compare"
+    rules: RuleOptions | None = None  # the table's rules (a ladder's challenges); None: the defaults
 
     def __post_init__(self) -> None:
         if self.unit not in ("deals", "games"):
@@ -73,7 +74,8 @@ class CompareSpec:
 
     @property
     def options(self) -> RuleOptions:
-        return RuleOptions(players=self.players, max_deals=1) if self.unit == "deals" else RuleOptions(players=self.players)
+        rules = self.rules if self.rules is not None else RuleOptions(players=self.players)
+        return dataclasses.replace(rules, max_deals=1) if self.unit == "deals" else rules
 
     @property
     def pair_limit(self) -> int:
@@ -186,7 +188,14 @@ class Comparison:
         sides = tuple(seat % 2 if players == 4 else seat for seat in range(players))
         return GameOutcome.from_result(report.game_number, names, sides, report.result)
 
-    def _record(self, pair: PairResult) -> None:
+    def restore(self, pairs: Sequence[PairResult]) -> None:
+        """Pairs an earlier run of this comparison finished (in pair order), fed to the test as if
+        just played, so ``run`` goes on from the next pair (a ladder's challenge, a round at a time).
+        ``on_pair`` is not called for them."""
+        for pair in pairs:
+            self._record(pair, tell=False)
+
+    def _record(self, pair: PairResult, tell: bool = True) -> None:
         self.pairs.append(pair)
         if self.test is not None:
             if isinstance(self.test, MarginSprt):
@@ -197,9 +206,10 @@ class Comparison:
         if self.spec.players == 2:  # with 4 players each team is two copies of one bot: not rated
             for outcome in pair.outcomes:
                 self.book.update(outcome)
-        self.on_pair(self, pair)
+        if tell:
+            self.on_pair(self, pair)
 
-    async def run(self) -> None:
+    async def run(self, until_pairs: int | None = None) -> None:
         """Play pairs until the test decides or the limit is reached; results are taken in pair
         order whatever order they finish in, so a run is reproducible at any concurrency.
 
@@ -209,15 +219,17 @@ class Comparison:
         of ``concurrency + 1`` pairs keeps a game waiting for every slot that frees even while an
         earlier pair's last game is still playing. Games past the pair that decides are
         cancelled (their bots restarted before any reuse, stopped at the executor's close) and
-        never counted."""
+        never counted. It starts after the pairs already recorded (``restore``) and, with
+        ``until_pairs``, stops once that many pairs are recorded (the test may decide later)."""
         spec = self.spec
+        limit = spec.pair_limit if until_pairs is None else min(spec.pair_limit, until_pairs)
         gate = asyncio.Semaphore(spec.concurrency)
         window = spec.concurrency + 1  # pairs in flight (made, waiting at the gate or playing)
         pending: dict[int, asyncio.Task[PairResult]] = {}
-        next_index = 0
+        next_index = len(self.pairs)
         try:
             while True:
-                while len(pending) < window and next_index < spec.pair_limit and self.decision is None:
+                while len(pending) < window and next_index < limit and self.decision is None:
                     pending[next_index] = asyncio.create_task(self._play_pair(next_index, gate))
                     next_index += 1
                 expected = len(self.pairs)

@@ -54,6 +54,7 @@ from ..store.lease import Lease
 from ..store.outage import DatabaseUnavailableError, Outage, ping, unreachable
 from ..store.store import BotRow, Store
 from .archives import ArchiveCache
+from .challenges import play_open_challenges
 from .coordinator import follow_games, queue_missing, settled_games
 from .executor import InProcessExecutor
 from .queue import live_jobs, make_app, require_postgresql
@@ -229,6 +230,8 @@ class LadderServer:
             number = planned
         try:
             played = await self.play_games()
+            if not self.queue and not self.stopping and self.games_left() == 0:
+                await self.play_challenges(number)
         except asyncio.CancelledError:
             self.console.print(f"round {number}: abandoned with {self.games_left()} game(s) left for the next start")
             raise
@@ -291,6 +294,20 @@ class LadderServer:
             runner.stopping.set()
         await runner.run()
         return played
+
+    async def play_challenges(self, number: int) -> None:
+        """After the round's own games: the open challenges' next games (arena/play/challenges.py),
+        on the same executor, at most ``[challenges] games_per_round`` of them."""
+        store = self.store
+
+        def seats_of(games_tid: int) -> dict[int, Any]:
+            return seat_bots(store, games_tid, False, self.archives, self.packages)
+
+        played = await play_open_challenges(store, self.tid, self.config, self.executor, seats_of,
+                                            lambda: self.stopping)
+        if played:
+            self.console.print(f"round {number}: {played} challenge game{'s' * (played != 1)} played")
+            log.info("round %d: %d challenge game(s) played", number, played, extra={"tournament": self.tid})
 
     async def retire_removed_bots(self) -> None:
         """Stop the processes of bots removed (or given a new command) since they were started."""

@@ -87,13 +87,15 @@ def config_settings(config: TournamentConfig) -> dict[str, Any]:
 
 STANDINGS_KEY = "standings"  # where the stored settings keep [standings]
 DISPLAY_KEY = "display"  # where they keep how pages show the tournament (public_notes)
-SHOWN_KEYS = (STANDINGS_KEY, DISPLAY_KEY)  # not fingerprinted, not played: updated on each open
+CHALLENGES_KEY = "challenges"  # where they keep [challenges] (the web app's quotas read it)
+SHOWN_KEYS = (STANDINGS_KEY, DISPLAY_KEY, CHALLENGES_KEY)  # not fingerprinted, not played: updated on each open
 
 
 def shown_settings(config: TournamentConfig) -> dict[str, Any]:
     """How the tournament is shown, kept with its settings so that a database served without its
     file (`arena web --db`) shows it as the file says; changing them changes no game."""
-    return {STANDINGS_KEY: config.standings.to_stored(), DISPLAY_KEY: {"public_notes": config.public_notes}}
+    return {STANDINGS_KEY: config.standings.to_stored(), DISPLAY_KEY: {"public_notes": config.public_notes},
+            CHALLENGES_KEY: config.challenges.to_stored()}
 
 
 def stored_settings(config: TournamentConfig) -> dict[str, Any]:

@@ -275,3 +275,48 @@ class Submission(Base):
     archive_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     unpacked_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     pruned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # archive deleted
+
+
+class ChallengeStatus(str, enum.Enum):
+    """A challenge's life: waiting (no game yet) -> playing -> decided, or failed when the referee
+    itself could not play one of its games (a bot's misbehaviour is a result, not a failure)."""
+
+    WAITING = "waiting"
+    PLAYING = "playing"
+    DECIDED = "decided"
+    FAILED = "failed"
+
+
+class Challenge(Base):
+    """An unrated match a user asked for: one of their bots (the challenger) against another bot of
+    the ladder in duplicate pairs, a number of pairs or until the sequential test decides. Its
+    games live in a tournament of their own (``games_tournament_id``), so no rating, standing or
+    pairing of the ladder ever reads them (arena/store/challenges.py)."""
+
+    __tablename__ = "challenges"
+    __table_args__ = (Index("ix_challenges_user_created", "user_id", "created_at"),
+                      Index("ix_challenges_tournament_status", "tournament_id", "status"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True)  # None: the operator's
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"))  # the ladder
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))  # the challenger
+    opponent_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
+    games_tournament_id: Mapped[int | None] = mapped_column(ForeignKey("tournaments.id", ondelete="SET NULL"),
+                                                            nullable=True)
+    pairs_asked: Mapped[int | None] = mapped_column(Integer, nullable=True)  # None: until the test decides
+    max_pairs: Mapped[int] = mapped_column(Integer)  # the cap of "until decided" (pairs_asked when given)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    unit: Mapped[str] = mapped_column(String(8))  # deals or games (arena/play/compare.py)
+    bounds: Mapped[dict[str, Any]] = mapped_column(JSON)  # the sequential test's SprtBounds
+    status: Mapped[str] = mapped_column(String(16), default=ChallengeStatus.WAITING.value)
+    verdict: Mapped[str | None] = mapped_column(String(16), nullable=True)  # better, not_better, undecided
+    margin: Mapped[float | None] = mapped_column(Float, nullable=True)  # points per deal (deals) or Elo (games)
+    interval_low: Mapped[float | None] = mapped_column(Float, nullable=True)
+    interval_high: Mapped[float | None] = mapped_column(Float, nullable=True)
+    games_played: Mapped[int] = mapped_column(Integer, default=0)
+    games_failed: Mapped[int] = mapped_column(Integer, default=0)  # games where a bot failed (forfeit or replaced move)
+    pairs: Mapped[list[Any]] = mapped_column(JSON, default=list)  # each finished pair, to resume the test
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)  # why a failed challenge failed
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
