@@ -24,6 +24,7 @@ from ...store.store import BotRow
 from ..negotiate import page
 from ..owners import readers_bots
 from ..privacy import public_text
+from .challenges import challenge_form
 from .common import last_finished, path_for, store_of, tournament_or_404
 from .games import GameFilter, bot_url, game_rows, game_url, page_numbers
 from .leaderboard import standings_for
@@ -177,6 +178,9 @@ def bot_page(request: Request) -> Response:
         "more_games": older,
         "failures": failures(request, t, bot),
     }
+    form = challenge_form(request, t, bot.name, bot.position)
+    if form is not None:  # the bot's owner, where challenges are open (docs/challenges.md)
+        data["challenge"] = form
     if bot.position in readers_bots(request, t):  # its owner's and the operators' (docs/web.md, "Security model")
         data["logs"] = log_excerpts(request, t, bot)
         data["private_url"] = path_for(request, "owner", tournament=t.name, bot=bot.name)

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...store.challenges import is_challenge_tournament
 from ...store.models import Bot, Game, Tournament, iso_utc
 from ..negotiate import page
 from .common import last_finished, path_for, store_of
@@ -27,6 +28,8 @@ def tournament_rows(request: Request) -> list[dict[str, Any]]:
                               .group_by(Game.tournament_id)).all())
         rows = []
         for t in s.scalars(select(Tournament).order_by(Tournament.name)):
+            if is_challenge_tournament(t.settings):  # a challenge's games: on its challenge's page
+                continue
             rows.append({"name": t.name, "url": path_for(request, "leaderboard", tournament=t.name),
                          "bots": bots.get(t.id, 0), "rounds": t.rounds,
                          "games": counts.get(t.id, {}),
