@@ -128,7 +128,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.service", "referee.cli"),
     ("arena.errors", "arena.config", "arena.cores", "arena.metrics"),
     ("arena.rating", "arena.schedule"),
-    ("arena.store",),
+    ("arena.store", "arena.notify"),
     ("arena.play",),
     ("arena.cli", "arena.web"),
 )
