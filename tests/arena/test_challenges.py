@@ -37,13 +37,14 @@ def bot(name: str, script: str, seed: str | None = None) -> dict[str, Any]:
     return entry
 
 
-def write_ladder(folder: Path, challenges: dict[str, Any] | None = None, name: str = "ladder") -> Path:
-    """A 2-player ladder of greedy and a seeded random bot (one pairing a round: two games), with a
-    [challenges] table."""
+def write_ladder(folder: Path, challenges: dict[str, Any] | None = None, name: str = "ladder",
+                 bots: list[dict[str, Any]] | None = None) -> Path:
+    """A 2-player ladder of greedy and a seeded random bot, or ``bots`` (one pairing a round: two
+    games), with a [challenges] table."""
     folder.mkdir(parents=True, exist_ok=True)
     path = write_tournament(folder / f"{name}.toml", {"name": name, "players": 2, "seed": 11, "concurrency": 2,
                                                       "database": f"sqlite:///{folder / (name + '.db')}"},
-                            [bot("greedy", "greedy_bot.py"), bot("random", "random_bot.py", "11")], TIME,
+                            bots or [bot("greedy", "greedy_bot.py"), bot("random", "random_bot.py", "11")], TIME,
                             ladder={"interval": "1h", "pairings_per_bot": 1})
     table = challenges if challenges is not None else CHALLENGES
     with path.open("a", encoding="utf-8") as out:
