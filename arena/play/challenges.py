@@ -1,7 +1,8 @@
 """Challenges played between a ladder's rounds (docs/challenges.md): each is ``arena compare``'s
 comparison (arena/play/compare.py: duplicate pairs, its sequential test and margins) of the
 challenger (the candidate) against the opponent (the baseline), at the ladder's table, rules and
-time control, through the ladder's own executor.
+time control, through the ladder's own executor (`arena serve --queue`: the job queue's workers,
+through a QueueExecutor playing into the challenge's tournament).
 
 `arena serve` plays a round's own games first; then, while it is not stopping, the open challenges
 oldest first, ``[challenges] games_per_round`` games in all (whole pairs), so a round's pace is
@@ -24,6 +25,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from referee.bots.endpoint import BotEndpoint
 from referee.match.game import Observer
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
@@ -35,6 +37,7 @@ from ..store.challenges import ChallengeRow, decide, forget_unsettled, record_pa
 from ..store.store import Store, first_line
 from .compare import Comparison, CompareSpec, PairResult
 from .executor import GameExecutor, SeatBot
+from .queue_executor import QueueExecutor, QueueRunError
 
 log = logging.getLogger(__name__)
 CHALLENGE_TABLES = (2, 4)  # the comparison's tables: 2 players, or 2 v 2
@@ -42,13 +45,19 @@ CHALLENGE_TABLES = (2, 4)  # the comparison's tables: 2 players, or 2 v 2
 
 class StoringExecutor:
     """Plays through ``inner`` and stores each game in the challenge's tournament ``games_tid`` as
-    it finishes (a cancelled game's row is deleted); counts the games a bot failed in."""
+    it finishes (a cancelled game's row is deleted); counts the games a bot failed in. With
+    ``store_games`` False (the queue's executor, whose workers store the games) it only counts."""
 
-    def __init__(self, inner: GameExecutor, store: Store, games_tid: int) -> None:
-        self.inner, self.store, self.games_tid = inner, store, games_tid
+    def __init__(self, inner: GameExecutor, store: Store, games_tid: int, store_games: bool = True) -> None:
+        self.inner, self.store, self.games_tid, self.store_games = inner, store, games_tid, store_games
         self.failed: set[int] = set()  # game numbers where a bot failed (forfeit or replaced move)
 
     async def play(self, setup: GameSetup, seats: Sequence[SeatBot], observe: Observer | None = None) -> GameReport:
+        if not self.store_games:
+            report = await self.inner.play(setup, seats, observe)
+            if report.result.failures:
+                self.failed.add(setup.game_number)
+            return report
         task = await asyncio.to_thread(start_game, self.store, self.games_tid, setup.game_number, setup.seed,
                                        list(setup.seat_bots))
         try:
@@ -110,16 +119,17 @@ def verdict_of(comparison: Comparison, bounds: SprtBounds) -> tuple[str, float |
 
 
 async def play_challenge(store: Store, row: ChallengeRow, config: TournamentConfig, executor: GameExecutor,
-                         seats: dict[int, SeatBot], budget_pairs: int) -> int:
+                         seats: dict[int, SeatBot], budget_pairs: int, store_games: bool = True) -> int:
     """Play up to ``budget_pairs`` more pairs of challenge ``row`` (resumed from its stored pairs)
-    and decide it when it has ended; the pairs played."""
+    and decide it when it has ended; the pairs played. ``store_games`` False: ``executor`` stores
+    them (the queue's). A queue without workers (QueueRunError) leaves the challenge open."""
     assert row.games_tournament_id is not None
     if config.players not in CHALLENGE_TABLES:
         await _end(store, row, None, None, None, f"a challenge needs a table of 2 players or 2 v 2, and this "
                                                   f"ladder plays {config.players}")
         return 0
     spec = challenge_spec(row, config, seats)
-    storing = StoringExecutor(executor, store, row.games_tournament_id)
+    storing = StoringExecutor(executor, store, row.games_tournament_id, store_games)
     comparison = Comparison(spec, storing)
     comparison.restore([pair_from_stored(p) for p in row.pairs])
     already = len(comparison.pairs)
@@ -128,7 +138,7 @@ async def play_challenge(store: Store, row: ChallengeRow, config: TournamentConf
     try:
         if comparison.decision is None and already < spec.pair_limit:
             await comparison.run(until_pairs=already + budget_pairs)
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, QueueRunError):
         raise
     except Exception as exc:  # the referee could not play a game: the challenge fails, saying why
         error = f"a game could not be played: {first_line(exc)}"
@@ -160,10 +170,12 @@ async def _end(store: Store, row: ChallengeRow, verdict: str | None, margin: flo
 
 
 async def play_open_challenges(store: Store, tid: int, config: TournamentConfig, executor: GameExecutor,
-                               seats_of: Any, stopping: Any = lambda: False) -> int:
+                               seats_of: Any, stopping: Any = lambda: False, queue: bool = False) -> int:
     """A slot after a ladder round: the ladder's open challenges, oldest first, up to
     ``[challenges] games_per_round`` games in whole pairs; the games played. ``seats_of(games_tid)``
-    gives a challenge's bots as SeatBots (called on a thread: it may build packages)."""
+    gives a challenge's bots as SeatBots (called on a thread: it may build packages). With
+    ``queue`` (`arena serve --queue`) the games go to the job queue of the ladder's database, into
+    the challenge's tournament, and ``executor`` is not used."""
     from ..store.challenges import open_challenges
 
     budget = max(1, config.challenges.games_per_round // 2)
@@ -171,12 +183,38 @@ async def play_open_challenges(store: Store, tid: int, config: TournamentConfig,
     for row in await asyncio.to_thread(open_challenges, store, tid):
         if budget <= 0 or stopping():
             break
+        assert row.games_tournament_id is not None
         try:
             seats = await asyncio.to_thread(seats_of, row.games_tournament_id)
         except Exception as exc:  # noqa: BLE001 - a bot that cannot be built here fails its challenge only
             await _end(store, row, None, None, None, f"its bots could not be made ready: {first_line(exc)}")
             continue
-        pairs = await play_challenge(store, row, config, executor, seats, budget)
+        try:
+            if queue:
+                pairs = await _play_queued(store, row, config, seats, budget)
+            else:
+                pairs = await play_challenge(store, row, config, executor, seats, budget)
+        except QueueRunError as exc:  # no worker: the challenges wait for the next round
+            log.warning("challenges wait for the next round: %s", exc, extra={"tournament": tid})
+            break
         budget -= pairs
         played += 2 * pairs
     return played
+
+
+async def _play_queued(store: Store, row: ChallengeRow, config: TournamentConfig, seats: dict[int, SeatBot],
+                       budget_pairs: int) -> int:
+    """``play_challenge`` through the queue: a QueueExecutor that plays into the challenge's tournament."""
+    assert row.games_tournament_id is not None
+    executor = QueueExecutor(config.database, row.games_tournament or "", [], {}, sandbox=config.sandbox,
+                             what="arena serve --queue", runtimes=config.runtimes)
+    await executor.open(tournament_id=row.games_tournament_id)
+    try:
+        return await play_challenge(store, row, config, executor, seats, budget_pairs, store_games=False)
+    finally:
+        await executor.close()
+
+
+def queued_seats(store: Store, games_tid: int) -> dict[int, SeatBot]:
+    """A challenge's bots for a queued comparison: names only matter here (the workers start them)."""
+    return {b.position: SeatBot(b.name, BotEndpoint(spec=b.spec)) for b in store.bots(games_tid)}

@@ -54,7 +54,7 @@ from ..store.lease import Lease
 from ..store.outage import DatabaseUnavailableError, Outage, ping, unreachable
 from ..store.store import BotRow, Store
 from .archives import ArchiveCache
-from .challenges import play_open_challenges
+from .challenges import play_open_challenges, queued_seats
 from .coordinator import follow_games, queue_missing, settled_games
 from .executor import InProcessExecutor
 from .queue import live_jobs, make_app, require_postgresql
@@ -230,7 +230,7 @@ class LadderServer:
             number = planned
         try:
             played = await self.play_games()
-            if not self.queue and not self.stopping and self.games_left() == 0:
+            if not self.stopping and self.games_left() == 0:
                 await self.play_challenges(number)
         except asyncio.CancelledError:
             self.console.print(f"round {number}: abandoned with {self.games_left()} game(s) left for the next start")
@@ -301,10 +301,12 @@ class LadderServer:
         store = self.store
 
         def seats_of(games_tid: int) -> dict[int, Any]:
+            if self.queue:  # the workers start the bots
+                return queued_seats(store, games_tid)
             return seat_bots(store, games_tid, False, self.archives, self.packages)
 
         played = await play_open_challenges(store, self.tid, self.config, self.executor, seats_of,
-                                            lambda: self.stopping)
+                                            lambda: self.stopping, queue=self.queue)
         if played:
             self.console.print(f"round {number}: {played} challenge game{'s' * (played != 1)} played")
             log.info("round %d: %d challenge game(s) played", number, played, extra={"tournament": self.tid})

@@ -109,13 +109,14 @@ class QueueExecutor:
 
     def __init__(self, database: str, name: str, bots: Sequence[SeatBot], settings: dict[str, Any],
                  sandbox: SandboxSettings | None = None, what: str = "arena compare --queue",
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, runtimes: dict[str, Any] | None = None) -> None:
         require_postgresql(database, what, hint="--db postgresql://user@host/name")
         self.database = database
         self.name = name
         self.bots = list(bots)
         self.settings = settings
         self.sandbox = sandbox or SandboxSettings()
+        self.runtimes = dict(runtimes or {})  # a tournament file's [runtimes], for the workers' package builds
         self.warn = warn or _warn
         self.tid = 0
         self.store: Store | None = None
@@ -127,9 +128,10 @@ class QueueExecutor:
 
     # --- the run's tournament -----------------------------------------------------------------
 
-    async def open(self, worker_wait_s: float = WORKER_WAIT_S) -> int:
+    async def open(self, worker_wait_s: float = WORKER_WAIT_S, tournament_id: int | None = None) -> int:
         """Wait for a live worker (the database migrated first, as ``arena run --queue`` does),
-        then create the run's tournament and its bots; how many workers are live."""
+        then create the run's tournament and its bots, or play into tournament ``tournament_id``
+        made already (a ladder's challenge); how many workers are live."""
         from .queue_status import live_workers
 
         store = self.store = await asyncio.to_thread(Store, self.database)
@@ -139,9 +141,12 @@ class QueueExecutor:
                 raise QueueRunError(f"no arena worker is running on database {store.url_for_people} (none sent a "
                                     f"heartbeat within {worker_wait_s:g} s): start some (arena worker --db URL)")
             await asyncio.sleep(min(1.0, worker_wait_s))
-        specs = [await asyncio.to_thread(package_spec, store, bot) if bot.package else bot_spec(bot)
-                 for bot in self.bots]
-        self.tid = await asyncio.to_thread(store.create_tournament, self.name, "arena-compare", self.settings, specs)
+        if tournament_id is not None:
+            self.tid = tournament_id
+        else:
+            specs = [await asyncio.to_thread(package_spec, store, bot) if bot.package else bot_spec(bot)
+                     for bot in self.bots]
+            self.tid = await asyncio.to_thread(store.create_tournament, self.name, "arena-compare", self.settings, specs)
         self._poller = asyncio.create_task(self._poll(), name="queue-executor-poll")
         return live
 
@@ -157,7 +162,8 @@ class QueueExecutor:
                 set_number=(setup.game_number + 1) // 2,  # a comparison's pair: games 2k-1 and 2k
                 deck_seed=setup.seed, seat_bots=list(setup.seat_bots), status=GameStatus.PENDING.value,
                 attempt=0).returning(Game.id)).scalar_one()
-            defer_games(self._app, conn, [GameJob(game_id, self.tid, setup.game_number, setup, self.sandbox)])
+            defer_games(self._app, conn, [GameJob(game_id, self.tid, setup.game_number, setup, self.sandbox,
+                                                  self.runtimes)])
             return game_id
 
         return self.store.in_transaction(write)

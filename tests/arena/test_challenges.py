@@ -18,8 +18,9 @@ import pytest
 from arena.config import load_config
 from arena.rating.stats import fixed_length_summary
 from arena.store.challenges import challenge, challenges
-from arena.store.models import Challenge
+from arena.store.models import Challenge, Game
 from arena.store.store import Store
+from tests.arena.queue_support import log_text, workers
 from tests.arena_support import MARKER_ENV, toml_value, write_tournament
 from tests.conftest import sample_bot_path
 from tests.support import arena_here, assert_usage_error, run_arena
@@ -164,3 +165,38 @@ def test_challenge_needs_a_file_or_db_and_ladder(tmp_path: Path) -> None:
             assert s.query(Challenge).count() == 1
     finally:
         store.close()
+
+
+def test_the_same_seed_gives_the_same_verdict_in_process_and_on_two_queue_workers(tmp_path: Path,
+                                                                                   pg_url: str) -> None:
+    # one challenge, seed 7: played by `arena serve` itself (SQLite) and by two `arena worker`s
+    # through `arena serve --queue` (PostgreSQL); the bots reseed per game (the game's id), so each
+    # game, each pair and the verdict are the same
+    local = write_ladder(tmp_path / "local")
+    queued = write_ladder(tmp_path / "queued")
+    queued.write_text(queued.read_text(encoding="utf-8").replace(load_config(queued).database, pg_url),
+                      encoding="utf-8")
+    for path in (local, queued):
+        assert arena_here("challenge", "start", "greedy", "random", str(path), "--seed", "7").returncode == 0
+    served = run_arena("serve", str(local), "--rounds", "1", timeout=TIMEOUT_S)
+    assert served.returncode == 0, served.stderr
+    with workers(pg_url, tmp_path / "workers", 2):
+        served = run_arena("serve", str(queued), "--rounds", "1", "--queue", timeout=TIMEOUT_S)
+    assert served.returncode == 0, served.stdout[-3000:] + served.stderr + log_text(tmp_path / "workers")
+    rows, players = [], []
+    for path in (local, queued):
+        store = Store(load_config(path).database)
+        try:
+            row = challenge(store, 1)
+            assert row is not None and row.games_tournament_id is not None
+            rows.append((row, [(g.number, g.seat_bots, g.deck_seed, g.result) for g in
+                               store.games(row.games_tournament_id)]))
+            with store.session() as s:  # who played them: the workers (host:pid), or the serve itself
+                players.append({w for (w,) in s.query(Game.worker).filter(Game.tournament_id == row.games_tournament_id)})
+        finally:
+            store.close()
+    (here, here_games), (there, there_games) = rows
+    assert (here.status, here.verdict, here.seed) == (there.status, there.verdict, there.seed) == ("decided", "better", 7)
+    assert here.pairs == there.pairs and here.margin == there.margin and here.interval == there.interval
+    assert here_games == there_games and len(here_games) == here.games_played >= 20
+    assert players[0] == {None} and None not in players[1] and players[1]
