@@ -22,10 +22,10 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from ..config import ChallengeSettings
 from ..errors import ArenaError, quoted
 from ..rating.ratings import default_rating
-from .models import Bot, Challenge, ChallengeStatus, Game, Rating, Submission, SubmissionStatus, Tournament, User, \
-    iso_utc, utcnow
-from .store import Store
-from .submissions import _lock_user
+from .models import (Bot, Challenge, ChallengeStatus, Game, GameStatus, Rating, Submission, SubmissionStatus,
+                     Tournament, User, iso_utc, utcnow)
+from .store import GameTask, Store
+from .submissions import lock_user
 
 DAY = timedelta(days=1)
 IN_FLIGHT_RETRY_S = 60  # Retry-After of a refusal for challenges in flight: about a round's challenge games
@@ -122,7 +122,7 @@ def new_challenge(store: Store, tid: int, user_id: int | None, bot: str, opponen
         raise ChallengeRefused(f"a challenge needs two bots: {quoted(bot)} against itself says nothing")
     with store.engine.begin() as conn:
         if user_id is not None:
-            _lock_user(conn, user_id)
+            lock_user(conn, user_id)
         ladder = conn.execute(select(Tournament.name, Tournament.settings).where(Tournament.id == tid)).first()
         if ladder is None or is_challenge_tournament(ladder[1]):
             raise ChallengeRefused("no such ladder", 404)
@@ -282,17 +282,16 @@ def game_numbers(store: Store, games_tid: int) -> list[int]:
     """The numbers of a challenge's stored games (done or failed), in order."""
     with store.session() as s:
         return list(s.scalars(select(Game.number).where(Game.tournament_id == games_tid,
-                                                        Game.status.in_(("done", "failed"))).order_by(Game.number)))
+                                                        Game.status.in_((GameStatus.DONE.value, GameStatus.FAILED.value)))
+                              .order_by(Game.number)))
 
 
-def start_game(store: Store, games_tid: int, number: int, deck_seed: int, seat_bots: list[int]) -> Any:
+def start_game(store: Store, games_tid: int, number: int, deck_seed: int, seat_bots: list[int]) -> GameTask:
     """A challenge game's row, running (attempt 1), before it is played in this process; its
     GameTask, for Store.finish or Store.fail."""
-    from .store import GameTask
-
     with store.engine.begin() as conn:
         conn.execute(delete(Game).where(Game.tournament_id == games_tid, Game.number == number))
         gid = conn.execute(insert(Game).values(
             tournament_id=games_tid, number=number, round=1, set_number=(number + 1) // 2, deck_seed=deck_seed,
-            seat_bots=seat_bots, status="running", attempt=1, started_at=utcnow())).inserted_primary_key[0]
+            seat_bots=seat_bots, status=GameStatus.RUNNING.value, attempt=1, started_at=utcnow())).inserted_primary_key[0]
     return GameTask(int(gid), number, 1, 1, (number + 1) // 2, deck_seed, tuple(seat_bots))

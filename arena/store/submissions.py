@@ -83,7 +83,7 @@ def new_submission(store: Store, user_id: int, tid: int, archive: str, content: 
     archive stored (once); SubmissionRefused when it would take the user over ``limits``. One
     transaction, under a lock on the user: concurrent submissions of one user are counted in turn."""
     with store.engine.begin() as conn:
-        _lock_user(conn, user_id)
+        lock_user(conn, user_id)
         now = utcnow()
         refuse_over_limits(conn, user_id, limits, len(content) + unpacked_bytes, now)
         if conn.scalar(select(BotArchive.sha256).where(BotArchive.sha256 == archive)) is None:
@@ -137,9 +137,9 @@ def precheck(store: Store, user_id: int, limits: SubmissionLimits) -> None:
         refuse_over_limits(conn, user_id, limits, 0)
 
 
-def _lock_user(conn: Connection, user_id: int) -> None:
+def lock_user(conn: Connection, user_id: int) -> None:
     """Hold ``user_id``'s row (PostgreSQL) or the database's write lock (SQLite) to the
-    transaction's end: another submission of the user waits here, then counts this one."""
+    transaction's end: another submission (or challenge) of the user waits here, then counts this one."""
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql("BEGIN IMMEDIATE")
     else:

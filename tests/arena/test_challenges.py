@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from arena.config import load_config
+from arena.config import ChallengeSettings, load_config
 from arena.rating.stats import fixed_length_summary
 from arena.store.challenges import challenge, challenges
 from arena.store.models import Challenge, Game
@@ -200,3 +200,32 @@ def test_the_same_seed_gives_the_same_verdict_in_process_and_on_two_queue_worker
     assert here.pairs == there.pairs and here.margin == there.margin and here.interval == there.interval
     assert here_games == there_games and len(here_games) == here.games_played >= 20
     assert players[0] == {None} and None not in players[1] and players[1]
+
+
+@pytest.mark.parametrize("table, says", [
+    ({"unit": "dealz"}, '[challenges] unit must be "deals" or "games", not "dealz" (did you mean "deals"?)'),
+    ({"lower": 1, "upper": 1}, "[challenges] lower (1) must be below upper (1)"),
+    ({"games_per_round": 1}, "[challenges] games_per_round must be a whole number >= 2, not 1"),
+    ({"max_pairs": 0}, "[challenges] max_pairs must be a whole number from 1 to 10000, not 0"),
+    ({"alpha": 1, "beta": 1}, "alpha and beta must be below 1 and add up to less than 1"),
+    ({"in_flite": 2}, "in_flite"),
+])
+def test_a_bad_challenges_table_is_refused_in_one_line(tmp_path: Path, table: dict[str, Any], says: str) -> None:
+    path = write_ladder(tmp_path, table)
+    line = assert_usage_error(arena_here("challenge", "list", str(path)), "arena")
+    assert says in line, line
+
+
+def test_the_challenges_table_is_kept_with_the_ladder_for_the_web(tmp_path: Path) -> None:
+    path = write_ladder(tmp_path, {"in_flight": 5, "unit": "games"})
+    assert arena_here("challenge", "start", "greedy", "random", str(path)).returncode == 0
+    store = Store(load_config(path).database)
+    try:
+        tid = store.tournament_id("ladder")
+        assert tid is not None
+        kept = ChallengeSettings.from_stored(store.tournament(tid).settings)
+        assert (kept.in_flight, kept.unit, kept.lower, kept.upper) == (5, "games", 0.0, 20.0)  # games: Elo bounds
+        row = challenge(store, 1)
+        assert row is not None and row.unit == "games" and row.bounds["upper"] == 20.0 and row.seed == 1
+    finally:
+        store.close()
