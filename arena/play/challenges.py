@@ -147,6 +147,10 @@ async def play_challenge(store: Store, row: ChallengeRow, config: TournamentConf
             games = {2 * pair.index + 1, 2 * pair.index + 2}
             await asyncio.shield(asyncio.to_thread(record_pair, store, row.id, pair_to_stored(pair),
                                                    len(games & storing.failed)))
+        # games past the last counted pair (begun before the verdict, or past the round's budget)
+        # are not the challenge's: it lists exactly the games it counted
+        await asyncio.shield(asyncio.to_thread(forget_unsettled, store, row.games_tournament_id,
+                                               2 * len(comparison.pairs)))
     played = len(comparison.pairs) - already
     if error is not None:
         await _end(store, row, None, None, None, error)
