@@ -129,7 +129,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arena.errors", "arena.config", "arena.cores", "arena.metrics"),
     ("arena.rating", "arena.schedule"),
     ("arena.store",),
-    ("arena.play",),
+    ("arena.play", "arena.notify"),
     ("arena.cli", "arena.web"),
 )
 
