@@ -45,7 +45,7 @@ def games_of(store: Store, tid: int, positions: Collection[int], before: int | N
         q = q.where(GameSeat.game_number < before)
     with store.session() as s:
         rows = s.execute(q.order_by(GameSeat.game_number.desc(), GameSeat.seat).limit(size + 1)).all()
-        names = dict(s.execute(select(Bot.position, Bot.name).where(Bot.tournament_id == tid)).tuples().all())
+        names = {p: n for p, n in s.execute(select(Bot.position, Bot.name).where(Bot.tournament_id == tid))}
     older = len(rows) > size
     return [{"number": n, "seat": seat, "bot": names.get(position, str(position)), "outcome": outcome,
              "forfeit": forfeit, "points": points, "status": status, "finished_at": iso_utc(finished)}
