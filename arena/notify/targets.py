@@ -11,10 +11,12 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
+from ..errors import ArenaError
+
 MAX_URL = 2000
 
 
-class TargetRefused(ValueError):
+class TargetRefused(ArenaError):
     """A webhook URL the arena does not send to; the message says why in one line."""
 
 
