@@ -260,3 +260,24 @@ def test_arena_notify_settings_and_webhook_refuse_bad_input_in_one_line(tmp_path
     assert done.returncode == 0 and re.fullmatch(r"[0-9a-f]{64}\n", done.stdout)
     assert arena_here("notify", "webhook", "--db", db).stdout == \
         "the webhook for everyone's events: https://example.org/h\n"
+
+
+def test_two_deliverers_at_once_send_each_event_once(store: Store) -> None:
+    with receiver() as (url, got):
+        set_hook(store, None, url)
+        ids = [notify(store, "bot.crash_streak", None, {"n": n}) for n in range(12)]
+        deliverers = [Deliverer(store, DeliverySettings(timeout_s=2.0, lease_s=30.0, batch=12)) for _ in range(2)]
+        start = threading.Barrier(2)
+
+        def both(deliverer: Deliverer) -> None:
+            start.wait(WAIT_S)
+            deliverer.run_once()
+
+        threads = [threading.Thread(target=both, args=(d,)) for d in deliverers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT_S)
+        for deliverer in deliverers:  # whatever one claimed while the other ran is sent by now
+            deliverer.run_once()
+    assert sorted(json.loads(body)["id"] for body, _ in got.accepted()) == sorted(ids)
