@@ -140,3 +140,14 @@ def test_an_accepted_submission_enqueued_its_verdict_for_its_user(api_db: tuple[
     assert event["user_id"] == alice
     assert {k: event["data"][k] for k in ("status", "bot", "tournament", "version")} == {
         "status": "accepted", "bot": "alice.v1", "tournament": LADDER, "version": 1}
+
+
+def test_an_upload_with_a_bearer_token_is_answered_as_json_even_without_asking(
+        web: TestClient, api_db: tuple[str, dict[str, str]]) -> None:
+    _, tokens = api_db
+    refused = web.post("/submit", files={"archive": ("bot.tar.gz", b"not gzip", "application/gzip")},
+                       headers=bearer(tokens["bob"]))
+    assert refused.status_code == 400 and refused.headers["content-type"] == "application/json"
+    assert refused.json()["error"].startswith("the archive ")
+    page = web.get("/submit", headers=bearer(tokens["bob"]))  # a page read stays HTML unless JSON is asked for
+    assert page.headers["content-type"].startswith("text/html")

@@ -122,11 +122,11 @@ def _over(request: Request, user: UserRow, ladder: str, refused: SubmissionRefus
 
 async def submit(request: Request) -> Response:
     user = require_user(request)
-    if session_of(request).via == "bearer" and "text/html" not in request.headers.get("accept", ""):
-        request.scope["arena_json"] = True  # a program's request (docs/api.md): its answers and refusals as JSON
     ladder = _open_ladder(request)
     if request.method == "GET":
         return await run_in_threadpool(_submit_page, request, user, ladder)
+    if session_of(request).via == "bearer" and "text/html" not in request.headers.get("accept", ""):
+        request.scope["arena_json"] = True  # a program's upload (docs/api.md): its answer and refusals as JSON
     state = request.app.state
     if user.id in state.uploading:  # one upload of a user at a time: a burst waits for no check here
         return await run_in_threadpool(_refused, request, user, ladder, "you are sending another submission: wait "
