@@ -121,7 +121,7 @@ def test_the_layers_only_look_down() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.rules",),
     ("referee.errors", "referee.clock", "referee.names", "referee.players", "referee.perft", "referee.metrics",
-     "referee.logs"),
+     "referee.logs", "referee.loop"),
     ("referee.wire",),
     ("referee.bots", "referee.sandbox"),
     ("referee.match", "referee.packages"),
