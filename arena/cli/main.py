@@ -30,6 +30,8 @@ from .challenge import add_challenge_parser
 from .compare import add_compare_parser, add_gauntlet_parser
 from .console import PROG, add_outage_argument, make_console
 from .migrate import add_migrate_parser
+from .notify import add_notify_parser
+from .remote import add_remote_parser
 from .submissions import add_submissions_parser
 from .users import add_users_parser
 from .web import add_web_parser
@@ -476,6 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_web_parser(sub)
     add_users_parser(sub)
     add_submissions_parser(sub)
+    add_notify_parser(sub)
+    add_remote_parser(sub)
     add_migrate_parser(sub)
 
     p = sub.add_parser("demo", help="a quick tournament of the sample bots; its file and database are kept")

@@ -31,7 +31,6 @@ from referee.match.report import GameReport
 from referee.match.spec import GameSetup
 
 from ..config import TournamentConfig
-from ..notify import notify
 from ..rating.stats import SprtBounds
 from ..store.challenges import ChallengeRow, decide, forget_unsettled, record_pair, start_game
 from ..store.store import Store, first_line
@@ -162,15 +161,15 @@ async def play_challenge(store: Store, row: ChallengeRow, config: TournamentConf
 
 async def _end(store: Store, row: ChallengeRow, verdict: str | None, margin: float | None,
                interval: tuple[float, float] | None, error: str | None = None) -> None:
-    """Store the challenge's end and tell its user (a webhook event, arena/notify)."""
-    if not await asyncio.to_thread(decide, store, row.id, verdict, margin, interval, error):
-        return
-    log.info("challenge %d (%s v %s): %s", row.id, row.bot, row.opponent, verdict or f"failed: {error}",
-             extra={"tournament": row.tournament_id})
+    """Store the challenge's end and, in the same transaction, the webhook event that tells its user
+    (arena/notify: delivered later, once)."""
     payload = {"challenge": row.id, "tournament": row.tournament, "bot": row.bot, "opponent": row.opponent,
                "status": "failed" if error else "decided", "verdict": verdict, "margin": margin,
                "interval": list(interval) if interval else None, "error": error}
-    await asyncio.to_thread(notify, store, "challenge.verdict", row.user_id, payload)
+    if not await asyncio.to_thread(decide, store, row.id, verdict, margin, interval, error, payload, row.user_id):
+        return
+    log.info("challenge %d (%s v %s): %s", row.id, row.bot, row.opponent, verdict or f"failed: {error}",
+             extra={"tournament": row.tournament_id})
 
 
 async def play_open_challenges(store: Store, tid: int, config: TournamentConfig, executor: GameExecutor,

@@ -25,6 +25,7 @@ from ..rating.ratings import default_rating
 from .models import (Bot, Challenge, ChallengeStatus, Game, GameStatus, Rating, Submission, SubmissionStatus,
                      Tournament, User, iso_utc, utcnow)
 from .store import GameTask, Store
+from . import notices
 from .submissions import lock_user
 
 DAY = timedelta(days=1)
@@ -254,9 +255,12 @@ def record_pair(store: Store, cid: int, pair: dict[str, Any], failed_games: int)
 
 
 def decide(store: Store, cid: int, verdict: str | None, margin: float | None,
-           interval: tuple[float | None, float | None] | None, error: str | None = None) -> bool:
+           interval: tuple[float | None, float | None] | None, error: str | None = None,
+           event: dict[str, Any] | None = None, user_id: int | None = None) -> bool:
     """A challenge's end: its verdict (better, not_better, undecided) and estimate, or failed with
-    ``error``. False when it had ended already (decided once)."""
+    ``error``; with ``event``, the "challenge.verdict" notification for ``user_id`` in the same
+    transaction (told once, even if the process dies right after). False when it had ended already
+    (decided once)."""
     assert verdict is None or verdict in VERDICTS
     low, high = interval if interval is not None else (None, None)
     with store.engine.begin() as conn:
@@ -264,6 +268,9 @@ def decide(store: Store, cid: int, verdict: str | None, margin: float | None,
             status=ChallengeStatus.FAILED.value if error else ChallengeStatus.DECIDED.value, verdict=verdict,
             margin=_finite(margin), interval_low=_finite(low), interval_high=_finite(high), error=error,
             finished_at=utcnow()))
+        if done.rowcount and event is not None:  # JSON has no infinity: an unbounded interval's end is null
+            event = {**event, "margin": _finite(margin), "interval": [_finite(low), _finite(high)] if interval else None}
+            notices.enqueue(conn, "challenge.verdict", user_id, event, key=f"challenge:{cid}")
     return bool(done.rowcount)
 
 

@@ -320,3 +320,60 @@ class Challenge(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)  # why a failed challenge failed
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Webhook(Base):
+    """Where a user's notifications go (``user_id`` None: the operator's, for everyone's events):
+    an http(s) URL and the secret its deliveries are signed with (arena/notify/)."""
+
+    __tablename__ = "webhooks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True,
+                                                unique=True)
+    url: Mapped[str] = mapped_column(Text)
+    secret: Mapped[str] = mapped_column(String(64))  # HMAC-SHA256 key of its deliveries, shown once when set
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class NotifySettings(Base):
+    """The operator's notification settings (one row, id 1; none: the defaults of arena/notify/)."""
+
+    __tablename__ = "notify_settings"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    crash_streak: Mapped[int] = mapped_column(Integer)  # failures in a row that make a bot.crash_streak event
+    allow_private: Mapped[bool] = mapped_column(Boolean)  # webhooks may point at loopback/private addresses
+
+
+class NotificationEvent(Base):
+    """An event to tell (the outbox): written in the transaction that makes it, or one of its own;
+    ``key`` makes an event that must be told once (a streak) unique."""
+
+    __tablename__ = "notification_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    event: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True)
+    key: Mapped[str | None] = mapped_column(String(200), nullable=True, unique=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class NotificationDelivery(Base):
+    """One event to one webhook: claimed by a deliverer until ``claimed_until`` (a lease), then
+    delivered, or tried again at ``next_attempt_at``, or given up after the last attempt."""
+
+    __tablename__ = "notification_deliveries"
+    __table_args__ = (Index("ix_notification_deliveries_due", "delivered_at", "gave_up_at", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    event_id: Mapped[int] = mapped_column(ForeignKey("notification_events.id", ondelete="CASCADE"), index=True)
+    webhook_id: Mapped[int] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"), index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    claimed_by: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    gave_up_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -44,6 +44,7 @@ from ..rating.standings import Tally
 from .game_seats import sides_of, write_seats
 from .models import (Bot, BotArchive, Game, GameSeat, GameStatus, LiveGame, Rating, RatingHistory, Tournament, as_utc,
                      utcnow)
+from .notices import crash_streaks
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 RATING_BATCH = 64  # games read at a time when rating
@@ -644,7 +645,9 @@ class Store:
             )
             conn.execute(_delete_live(task))
             if done.rowcount:
-                write_seats(conn, self._tournament_of(conn, task), task.number, task.seat_bots, payload)
+                tid = self._tournament_of(conn, task)
+                write_seats(conn, tid, task.number, task.seat_bots, payload)
+                crash_streaks(conn, tid, task.number)  # told once per streak, with the game (arena/notify/)
                 if then is not None:
                     then(conn)
         if done.rowcount:  # committed

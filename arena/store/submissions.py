@@ -21,6 +21,7 @@ from ..errors import ArenaError
 from ..rating.ratings import default_rating
 from .models import (Bot, BotArchive, Rating, Submission, SubmissionStatus, Tournament, User, as_utc, iso_utc,
                      utcnow)
+from .notices import enqueue
 from .store import Store
 
 MIB = 1 << 20
@@ -187,10 +188,24 @@ def checking(store: Store, tid: int) -> list[int]:
 
 
 def reject(store: Store, sid: int, reason: str, report: str | None) -> None:
+    """Reject ``sid`` with ``reason``, and enqueue its ``submission.verdict`` event in that transaction."""
     with store.session() as s, s.begin():
-        s.execute(update(Submission).where(Submission.id == sid, Submission.status == SubmissionStatus.CHECKING.value)
-                  .values(status=SubmissionStatus.REJECTED.value, reason=reason, report=_tail(report),
-                          finished_at=utcnow()))
+        done = s.execute(update(Submission).where(Submission.id == sid,
+                                                  Submission.status == SubmissionStatus.CHECKING.value)
+                         .values(status=SubmissionStatus.REJECTED.value, reason=reason, report=_tail(report),
+                                 finished_at=utcnow()))
+        if done.rowcount:
+            sub = s.get(Submission, sid)
+            assert sub is not None
+            _tell_verdict(s.connection(), sub, None)
+
+
+def _tell_verdict(conn: Connection, sub: Submission, bot: str | None) -> None:
+    """The ``submission.verdict`` event of ``sub`` for its user (docs/notifications.md)."""
+    ladder = conn.scalar(select(Tournament.name).where(Tournament.id == sub.tournament_id))
+    enqueue(conn, "submission.verdict", sub.user_id, {
+        "submission": sub.id, "tournament": ladder, "version": sub.version, "status": sub.status, "bot": bot,
+        "reason": sub.reason, "url": f"/submissions/{sub.id}"})
 
 
 def accept(store: Store, sid: int, report: str | None) -> str:
@@ -215,6 +230,8 @@ def accept(store: Store, sid: int, report: str | None) -> str:
         s.add(Rating(bot_id=bot.id, mu=start.mu, sigma=start.sigma, games=0))
         sub.status, sub.bot_id, sub.report, sub.finished_at = (SubmissionStatus.ACCEPTED.value, bot.id,
                                                                _tail(report), utcnow())
+        s.flush()
+        _tell_verdict(s.connection(), sub, name)
     return name
 
 

@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from referee.metrics import watch_event_loop
 
 from ..errors import UsageError, quoted
+from ..notify.deliver import Deliverer, DeliverySettings
 from ..store.outage import Outage, unreachable
 from ..store.store import Store, describe_url
 from .auth import SessionKeys, Sessions
@@ -33,7 +34,7 @@ from .guard import guarded
 from .live_hub import LiveHub
 from .nav import install as install_nav
 from .negotiate import TEMPLATES, Clock, JsonSuffix, page, system_clock, wants_json
-from .pages import bot, challenges, game, games, kits, leaderboard, live, login, owner, submit, tournaments
+from .pages import bot, challenges, game, games, kits, leaderboard, live, login, me, owner, submit, tournaments
 from .request_metrics import RequestMetrics
 from .settings import UPLOAD_THREADS, WebSettings
 
@@ -54,6 +55,7 @@ def routes() -> list[BaseRoute]:
         *challenges.ROUTES,
         *kits.ROUTES,
         *owner.ROUTES,
+        *me.ROUTES,
         Mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"),
     ]
 
@@ -131,6 +133,9 @@ def create_app(settings: WebSettings, store: Store | None = None, clock: Clock =
             app.state.runtimes = submission_runtimes(settings)
             app.state.checks = SubmissionChecks(app.state.write_store, app.state.submit_tid, settings)
             app.state.checks.resume()
+            # notifications (submission verdicts, crash streaks, challenges) go out from here, off the page threads
+            app.state.deliverer = Deliverer(app.state.write_store, settings.delivery or DeliverySettings())
+            app.state.deliverer.start()
             app.state.upload_pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="arena-upload")
             app.state.uploading = set()  # users with an upload being taken (one each at a time)
         app.state.store = store if store is not None else Store(settings.db, read_only=True)
@@ -142,6 +147,7 @@ def create_app(settings: WebSettings, store: Store | None = None, clock: Clock =
             if watcher is not None:
                 watcher.cancel()
             if settings.submit is not None:
+                app.state.deliverer.stop()
                 app.state.upload_pool.shutdown(wait=True)
                 app.state.checks.close()
                 app.state.write_store.close()

@@ -14,6 +14,7 @@ from ..errors import UsageError, quoted
 
 if TYPE_CHECKING:  # the tournament file's machinery loads the database's: not for `arena web --help`
     from ..config import StandingsSettings
+    from ..notify.deliver import DeliverySettings
 
 DEFAULT_LISTEN = "127.0.0.1:8000"  # loopback unless told otherwise: nothing is public by accident
 PAGE_SIZE = 50  # games per page of a game list
@@ -73,6 +74,7 @@ class WebSettings:
     trusted_proxies: tuple[str, ...] = TRUSTED_PROXIES  # addresses or networks whose X-Forwarded-* are believed
     events_per_client: int = EVENTS_PER_CLIENT
     events_total: int = EVENTS_TOTAL
+    delivery: DeliverySettings | None = None  # how the deliverer beside --submit tries (None: its defaults)
 
     def hosts(self) -> tuple[str, ...]:
         """The Host names (port aside, lower case) this server answers to; any other is refused

@@ -121,15 +121,15 @@ def test_the_layers_only_look_down() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.rules",),
     ("referee.errors", "referee.clock", "referee.names", "referee.players", "referee.perft", "referee.metrics",
-     "referee.logs"),
+     "referee.logs", "referee.loop"),
     ("referee.wire",),
     ("referee.bots", "referee.sandbox"),
     ("referee.match", "referee.packages"),
     ("referee.service", "referee.cli"),
     ("arena.errors", "arena.config", "arena.cores", "arena.metrics"),
     ("arena.rating", "arena.schedule"),
-    ("arena.store", "arena.notify"),
-    ("arena.play",),
+    ("arena.store",),
+    ("arena.play", "arena.notify"),
     ("arena.cli", "arena.web"),
 )
 

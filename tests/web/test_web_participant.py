@@ -208,7 +208,7 @@ def test_the_nav_says_who_is_logged_in_on_every_page_and_logs_out(ladder_db: str
         for path in ("/submit", "/", "/kits", "/live", f"/t/{LADDER}", "/login", "/no/such/page"):
             answer = web.get(path)
             shown = nav(answer.text)
-            assert 'Logged in as <strong id="nav-user-name">alice</strong>' in shown, path
+            assert 'Logged in as <a href="/me"><strong id="nav-user-name">alice</strong></a>' in shown, path
             assert f'name="csrf" value="{csrf}"' in shown and 'action="/logout"' in shown, path
             assert 'id="nav-login"' not in shown and 'id="nav-submit"' in answer.text, path
         out = web.post("/logout", data={"csrf": csrf}, follow_redirects=False)

@@ -40,7 +40,7 @@ from ...store.submissions import (
     submissions_of,
 )
 from ...store.users import UserRow
-from ..auth import CSRF_FIELD, check_csrf, csrf_token, require_user
+from ..auth import CSRF_FIELD, check_csrf, csrf_token, require_user, session_of
 from ..negotiate import page, wants_json
 from ..settings import MIB, WebSettings
 from .common import path_id, store_of
@@ -125,6 +125,8 @@ async def submit(request: Request) -> Response:
     ladder = _open_ladder(request)
     if request.method == "GET":
         return await run_in_threadpool(_submit_page, request, user, ladder)
+    if session_of(request).via == "bearer" and "text/html" not in request.headers.get("accept", ""):
+        request.scope["arena_json"] = True  # a program's upload (docs/api.md): its answer and refusals as JSON
     state = request.app.state
     if user.id in state.uploading:  # one upload of a user at a time: a burst waits for no check here
         return await run_in_threadpool(_refused, request, user, ladder, "you are sending another submission: wait "
@@ -194,7 +196,7 @@ def _take(request: Request, user: UserRow, ladder: str, content: bytes, checked:
     state.checks.start(row.id)
     url = str(request.url_for("submission", id=row.id).path)
     if wants_json(request):
-        return page(request, "submission.html", {"submission": row.to_dict(), "url": url}, status=202)
+        return page(request, "submission.html", {"version": 1, "submission": row.to_dict(), "url": url}, status=202)
     return RedirectResponse(url, status_code=303)
 
 
@@ -204,7 +206,7 @@ def submission_page(request: Request) -> Response:
     row = submission(store_of(request), sid)
     if row is None or row.user_id != user.id:  # another user's submission is not told apart from none
         raise HTTPException(404, f"you have no submission {sid}")
-    return page(request, "submission.html", {"submission": row.to_dict(), "url": request.url.path},
+    return page(request, "submission.html", {"version": 1, "submission": row.to_dict(), "url": request.url.path},
                 data_as_of=as_utc(row.finished_at or row.created_at))
 
 
