@@ -9,3 +9,10 @@ import os as _os
 # the Python SDK imports the engine (this package) before gRPC, so its bots get it too.
 GRPC_EXPERIMENTS = "-event_engine_client,-event_engine_listener"
 _os.environ.setdefault("GRPC_EXPERIMENTS", GRPC_EXPERIMENTS)
+
+# gRPC's fork handlers off, unless the environment says otherwise: the referee's processes fork only
+# to start a program (a bot, a build: exec follows at once) or the in-process pool's workers (which
+# use no gRPC), and uvloop starts programs with fork() rather than vfork(), on which gRPC's handlers
+# ran and wrote "Other threads are currently calling into gRPC, skipping fork() handlers" to stderr
+# amid the command's own (JSON) log lines.
+_os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
