@@ -493,16 +493,22 @@ class Store:
                     raise StorageError(f"a bot named {name!r} is already in the pool")
                 existing.active, existing.spec, existing.cwd, existing.env = True, spec, cwd, dict(env or {})
                 existing.archive = archive
+                existing.entered_after = self._last_game(s, tid)
                 bot = existing
             else:
                 position = (s.scalar(select(func.max(Bot.position)).where(Bot.tournament_id == tid)) or -1) + 1
                 bot = Bot(tournament_id=tid, position=position, name=name, spec=spec, cwd=cwd, env=dict(env or {}),
-                          active=True, archive=archive)
+                          active=True, archive=archive, entered_after=self._last_game(s, tid))
                 s.add(bot)
                 s.flush()
                 start = default_rating()
                 s.add(Rating(bot_id=bot.id, mu=start.mu, sigma=start.sigma, games=0))
             return _bot_row(bot)
+
+    @staticmethod
+    def _last_game(s: Session, tid: int) -> int:
+        """Where a bot entering the pool now counts its first games from (Bot.entered_after)."""
+        return int(s.scalar(select(func.max(Game.number)).where(Game.tournament_id == tid)) or 0)
 
     def remove_bot(self, tid: int, name: str) -> None:
         """Take a bot out of the pool; its games and ratings stay."""
