@@ -496,7 +496,7 @@ class Store:
                 existing.entered_after = self._last_game(s, tid)
                 bot = existing
             else:
-                position = (s.scalar(select(func.max(Bot.position)).where(Bot.tournament_id == tid)) or -1) + 1
+                position = s.scalar(select(func.coalesce(func.max(Bot.position), -1)).where(Bot.tournament_id == tid)) + 1
                 bot = Bot(tournament_id=tid, position=position, name=name, spec=spec, cwd=cwd, env=dict(env or {}),
                           active=True, archive=archive, entered_after=self._last_game(s, tid))
                 s.add(bot)

@@ -207,7 +207,8 @@ def accept(store: Store, sid: int, report: str | None) -> str:
                                                 Submission.tournament_id == sub.tournament_id,
                                                 Submission.bot_id.is_not(None))
         s.execute(update(Bot).where(Bot.id.in_(older)).values(active=False))
-        position = (s.scalar(select(func.max(Bot.position)).where(Bot.tournament_id == sub.tournament_id)) or -1) + 1
+        position = s.scalar(select(func.coalesce(func.max(Bot.position), -1))
+                            .where(Bot.tournament_id == sub.tournament_id)) + 1
         entered = s.scalar(select(func.max(Game.number)).where(Game.tournament_id == sub.tournament_id)) or 0
         bot = Bot(tournament_id=sub.tournament_id, position=position, name=name, spec=sub.command, cwd=None, env={},
                   active=True, archive=sub.archive, entered_after=entered)
