@@ -101,7 +101,8 @@ def activate(store: Store, tid: int, user_id: int, version: int) -> tuple[str, s
                              .where(Submission.user_id == user_id, Submission.tournament_id == tid,
                                     Submission.version == version)).first()
         if found is None:
-            raise VersionRefused(f"there is no version {version} of yours in this ladder", 404)
+            user = conn.scalar(select(User.name).where(User.id == user_id))
+            raise VersionRefused(f"{user} has no version {version} in this ladder", 404)
         status, bot_id, user = found
         name = bot_name(user, version)
         if status != SubmissionStatus.ACCEPTED.value or bot_id is None:
@@ -110,7 +111,7 @@ def activate(store: Store, tid: int, user_id: int, version: int) -> tuple[str, s
         active = conn.execute(select(Bot.id, Bot.name).where(Bot.id.in_(_their_bots(user_id, tid)),
                                                               Bot.active.is_(True))).all()
         if any(bid == bot_id for bid, _ in active):
-            raise VersionRefused(f"{name} is already your active version", 409)
+            raise VersionRefused(f"{name} is already the active version", 409)
         conn.execute(update(Bot).where(Bot.id.in_(_their_bots(user_id, tid))).values(active=False))
         conn.execute(update(Bot).where(Bot.id == bot_id).values(active=True, entered_after=last_game(conn, tid)))
     return name, (active[0][1] if active else None)
@@ -123,7 +124,8 @@ def retire(store: Store, tid: int, user_id: int) -> str:
         _lock_user(conn, user_id)
         active = conn.scalars(select(Bot.name).where(Bot.id.in_(_their_bots(user_id, tid)), Bot.active.is_(True))).all()
         if not active:
-            raise VersionRefused("none of your versions is in the pool: there is nothing to retire", 409)
+            user = conn.scalar(select(User.name).where(User.id == user_id))
+            raise VersionRefused(f"no version of {user}'s is in the pool: there is nothing to retire", 409)
         conn.execute(update(Bot).where(Bot.id.in_(_their_bots(user_id, tid))).values(active=False))
     return active[0]
 

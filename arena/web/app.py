@@ -33,7 +33,7 @@ from .guard import guarded
 from .live_hub import LiveHub
 from .nav import install as install_nav
 from .negotiate import TEMPLATES, Clock, JsonSuffix, page, system_clock, wants_json
-from .pages import bot, game, games, kits, leaderboard, live, login, owner, submit, tournaments
+from .pages import bot, game, games, kits, leaderboard, live, login, owner, submit, tournaments, versions
 from .request_metrics import RequestMetrics
 from .settings import UPLOAD_THREADS, WebSettings
 
@@ -53,6 +53,7 @@ def routes() -> list[BaseRoute]:
         *submit.ROUTES,
         *kits.ROUTES,
         *owner.ROUTES,
+        *versions.ROUTES,
         Mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"),
     ]
 
