@@ -142,10 +142,12 @@ def user_named(store: Store, name: str) -> int:
 @dataclass(frozen=True, slots=True)
 class Entry:
     """A bot of the pool as the ladder's next round sees it: its games since it last entered the
-    pool, and the number of its newest game (0: none)."""
+    pool, the number of its newest game (0: none), and whether it entered after the ladder began
+    (added, accepted or activated again: it may be new) or is one of the tournament file's own."""
 
     games_since_entry: int
     last_game: int
+    entered_later: bool = True
 
 
 def pool_history(store: Store, tid: int, positions: list[int]) -> dict[int, Entry]:
@@ -153,6 +155,8 @@ def pool_history(store: Store, tid: int, positions: list[int]) -> dict[int, Entr
     if not positions:
         return {}
     with store.session() as s:
+        later = set(s.scalars(select(Bot.position).where(Bot.tournament_id == tid, Bot.position.in_(positions),
+                                                         Bot.entered_after.is_not(None))))
         last = dict(s.execute(select(GameSeat.bot_position, func.max(GameSeat.game_number))
                               .where(GameSeat.tournament_id == tid, GameSeat.bot_position.in_(positions))
                               .group_by(GameSeat.bot_position)).all())
@@ -162,4 +166,4 @@ def pool_history(store: Store, tid: int, positions: list[int]) -> dict[int, Entr
                                .where(GameSeat.tournament_id == tid, GameSeat.bot_position.in_(positions),
                                       GameSeat.game_number > func.coalesce(Bot.entered_after, 0))
                                .group_by(GameSeat.bot_position)).all())
-    return {p: Entry(int(since.get(p) or 0), int(last.get(p) or 0)) for p in positions}
+    return {p: Entry(int(since.get(p) or 0), int(last.get(p) or 0), p in later) for p in positions}

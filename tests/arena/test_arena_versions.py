@@ -5,15 +5,22 @@ than a round (``plan_round`` with ``bots_per_round``), without playing a game: t
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
+from arena.config import ConfigError, LadderConfig, TournamentConfig, load_config
+from arena.play.ladder import plan_round
+from arena.rating.ratings import Rating
+from arena.schedule.pairings import ScheduledGame, round_pool
 from arena.store.models import User
-from arena.store.store import Store
+from arena.store.store import BotRow, Store
 from arena.store.submissions import accept, new_submission
 from arena.store.users import add_user
+from arena.store.versions import Entry, pool_history
+from tests.arena.test_arena_ladder import write_ladder
 from tests.support import arena_here, assert_usage_error
 
 
@@ -75,3 +82,81 @@ def test_refusals_are_one_line_and_exit_2(versions_db: str, args: list[str | Non
     line = assert_usage_error(arena_here("submissions", *given, "--db", versions_db), "arena")
     assert says in line, line
     assert pool(versions_db) == ["alice.v2"]
+
+
+# --- the pool a round pairs: new bots first, others in turn ------------------------------------------
+
+
+def test_round_pool_takes_new_bots_first_then_those_that_waited_longest() -> None:
+    # 6 bots, 3 a round: bot 4 is new (1 game of 4), the others have had theirs; by their newest game
+    # bots 2 and 0 waited longest
+    since, last = [9, 9, 9, 9, 1, 9], [30, 40, 12, 33, 41, 35]
+    assert round_pool(since, last, 3, 4) == ([0, 2, 4], [4])
+    assert round_pool(since, last, 0, 4) == ([0, 1, 2, 3, 4, 5], [4]), "no cap: every bot"
+    assert round_pool(since, last, 3, 0) == ([0, 2, 3], []), "new_bot_games 0: nobody is new"
+    # more new bots than a round holds: the fewest games first
+    assert round_pool([3, 0, 2, 9], [5, 0, 6, 1], 2, 4) == ([1, 2], [1, 2])
+    with pytest.raises(ValueError):
+        round_pool([1], [1, 2], 0, 1)
+
+
+def ladder_config(tmp_path: Path, **ladder: int) -> TournamentConfig:
+    bots = [{"name": f"b{i}", "command": "python3 -c pass"} for i in range(8)]
+    path = write_ladder(tmp_path / "big.toml", f"sqlite:///{tmp_path / 'big.db'}", bots,
+                        {"interval": "1h", "pairings_per_bot": 1, **ladder})
+    return load_config(path, check_programs=False)
+
+
+def test_a_new_version_plays_its_first_games_at_the_next_round_in_a_pool_larger_than_a_round(tmp_path: Path) -> None:
+    config = ladder_config(tmp_path, bots_per_round=4, new_bot_games=4)
+    active = [BotRow(i, i, f"b{i}", "x", None, {}, True) for i in range(8)]
+    ratings = {f"b{i}": Rating(25.0 + i, 2.0) for i in range(7)}  # b7 is new: the default rating
+    # b7 entered the pool after game 100 and has not played; the file's bots b0..b6 have, b5 and b2 longest ago
+    history = {i: Entry(50, 100 - (i == 5) * 60 - (i == 2) * 50 - i, entered_later=False) for i in range(7)}
+    history[7] = Entry(0, 0, entered_later=True)
+    games = plan_round(config, active, ratings, 13, 100, 50, history)
+    playing = {p for g in games for p in g.seat_bots}
+    assert playing == {7, 5, 2, 6}, "the new bot, then the three that waited longest (b6: its newest game is 94)"
+    newbie = [g for g in games if 7 in g.seat_bots]
+    assert len(newbie) >= 4, "enough pairings for its first new_bot_games games (2 a pairing; others may pick it too)"
+    assert games[:len(newbie)] == newbie and newbie[0].number == 101, "and played first"
+    assert games[0].set_number == 51 and [g.number for g in games] == list(range(101, 101 + len(games)))
+
+    # without the history nobody is new and nobody has played: the first bots_per_round by position
+    plain = plan_round(config, active, ratings, 13, 100, 50)
+    assert {p for g in plain for p in g.seat_bots} == {0, 1, 2, 3}
+    # once it has had its first games it waits its turn like the others
+    history[7] = Entry(4, 104, entered_later=True)
+    later = plan_round(config, active, ratings, 14, 104, 52, history)
+    assert 7 not in {p for g in later for p in g.seat_bots}
+
+
+def settle(store: Store, tid: int) -> None:
+    """The pending game, settled (failed by the referee: its seats are written as a played game's are)."""
+    (task,) = store.claim(tid, 1)
+    assert store.fail(task, "a failure of the test's", retry=False)
+
+
+def test_the_store_counts_a_bots_games_from_when_it_last_entered_the_pool(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'pool.db'}")
+    try:
+        tid = store.create_tournament("t", "fingerprint", {"players": 2}, [("a", "x", None, {}), ("b", "x", None, {})])
+        assert pool_history(store, tid, [0, 1]) == {0: Entry(0, 0, False), 1: Entry(0, 0, False)}
+        for number in (1, 2, 3):
+            store.add_games(tid, 1, [ScheduledGame(number, (0, 1), number, (0, 1), number)])
+            settle(store, tid)
+        store.add_bot(tid, "c", "x")  # enters after game 3
+        store.add_games(tid, 2, [ScheduledGame(4, (2, 0), 4, (0, 2), 4)])
+        settle(store, tid)
+        assert pool_history(store, tid, [0, 1, 2]) == {0: Entry(4, 4, False), 1: Entry(3, 3, False),
+                                                      2: Entry(1, 4, True)}
+    finally:
+        store.close()
+
+
+def test_the_ladder_settings_are_checked(tmp_path: Path) -> None:
+    assert ladder_config(tmp_path).ladder == LadderConfig(3600.0, None, 1, 1, bots_per_round=0, new_bot_games=8)
+    for key, value, says in (("bots_per_round", 1, "must be 0 (every active bot) or at least players (2), not 1"),
+                             ("new_bot_games", -1, "must be a whole number >= 0, not -1")):
+        with pytest.raises(ConfigError, match=re.escape(f"[ladder] {key} {says}")):
+            ladder_config(tmp_path, **{key: value})
