@@ -208,8 +208,13 @@ def _keep_private(path: str) -> None:
     """A SQLite file only its owner reads: made with mode 0600 when it is new (SQLite gives its
     -wal and -shm files the same mode), and with no permission for others when this user owns it
     (a bot's uid is an "other": the file holds every archive, record and token hash)."""
+    # only a new file is opened here: closing a descriptor of a database this process already has
+    # open (another Store of it) would drop that connection's SQLite locks, which are POSIX locks,
+    # held per process and released by any close of the file (sqlite.org/howtocorrupt.html 2.2)
     try:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass
     except OSError:
         return  # not writable here: opening it says why
     for file in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
