@@ -6,6 +6,7 @@ than a round (``plan_round`` with ``bots_per_round``), without playing a game: t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,21 @@ from arena.config import ConfigError, LadderConfig, TournamentConfig, load_confi
 from arena.play.ladder import plan_round
 from arena.rating.ratings import Rating
 from arena.schedule.pairings import ScheduledGame, round_pool
-from arena.store.models import User
-from arena.store.store import BotRow, Store
+from arena.store.models import Bot, Submission, SubmissionStatus, User
+from arena.store.store import BotRow, GameRow, Store
 from arena.store.submissions import accept, new_submission
 from arena.store.users import add_user
-from arena.store.versions import Entry, pool_history
-from tests.arena.test_arena_ladder import write_ladder
+from arena.store.versions import Entry, activate, pool_history, retire
+from tests.arena.test_arena_ladder import (  # noqa: F401  (make_ladder: a fixture)
+    GREEDY,
+    RANDOM_A,
+    Ladder,
+    assert_no_processes_left,
+    assert_played_once,
+    bot_command,
+    make_ladder,
+    write_ladder,
+)
 from tests.support import arena_here, assert_usage_error
 
 
@@ -160,3 +170,63 @@ def test_the_ladder_settings_are_checked(tmp_path: Path) -> None:
                              ("new_bot_games", -1, "must be a whole number >= 0, not -1")):
         with pytest.raises(ConfigError, match=re.escape(f"[ladder] {key} {says}")):
             ladder_config(tmp_path, **{key: value})
+
+
+# --- a real ladder: rollback plays at the next round, a retired bot never -----------------------------
+
+
+def test_the_ladder_plays_a_rolled_back_version_next_round_and_never_a_retired_bot(
+        make_ladder: Callable[..., Ladder]) -> None:
+    ladder = make_ladder([GREEDY, RANDOM_A], {"interval": "1h", "pairings_per_bot": 1, "new_bot_games": 2})
+    store = ladder.store
+    for version, seed in ((1, "31"), (2, "32")):  # alice's versions, random bots of their own seeds
+        done = ladder.run("bots", "add", f"alice.v{version}", bot_command("random_bot.py"), "-f", str(ladder.path))
+        assert done.returncode == 0, done.stderr
+    tid = ladder.tid
+    assert tid is not None
+    alice = _alice_owns(store, tid)
+    assert retire(store, tid, alice) == "alice.v1"  # the operator's adds made both active: start from none
+    assert activate(store, tid, alice, 1) == ("alice.v1", None)
+
+    def next_round() -> list[GameRow]:
+        """One round of `arena serve`, played: its games."""
+        before = len(ladder.games())
+        text = ladder.serve("--rounds", "1")
+        games = assert_played_once(ladder)[before:]
+        assert games and len({g.round for g in games}) == 1, text
+        return games
+
+    bots = {b.name: b.position for b in store.bots(tid)}
+    v1, v2 = bots["alice.v1"], bots["alice.v2"]
+    first = next_round()
+    assert v1 in first[0].seat_bots and all(v2 not in g.seat_bots for g in first)
+    rating_v1 = store.ratings(tid)["alice.v1"]
+
+    assert activate(store, tid, alice, 2) == ("alice.v2", "alice.v1")  # a new version replaces it
+    second = next_round()
+    assert v2 in second[0].seat_bots and all(v1 not in g.seat_bots for g in second)
+
+    assert activate(store, tid, alice, 1) == ("alice.v1", "alice.v2")  # the rollback
+    assert store.ratings(tid)["alice.v1"] == rating_v1, "its rating waited for it"
+    third = next_round()
+    assert v1 in third[0].seat_bots and v1 in third[1].seat_bots, "its first games since it came back come first"
+    assert all(v2 not in g.seat_bots for g in third)
+
+    assert retire(store, tid, alice) == "alice.v1"
+    fourth = next_round()
+    assert all(v1 not in g.seat_bots and v2 not in g.seat_bots for g in fourth)
+    assert {frozenset(g.seat_bots) for g in fourth} == {frozenset({bots["greedy"], bots["random-a"]})}
+    assert_no_processes_left(ladder.marker)
+
+
+def _alice_owns(store: Store, tid: int) -> int:
+    """User alice, whose accepted submissions are bots alice.v1 and alice.v2 (as the web's accept makes them)."""
+    add_user(store, "alice")
+    with store.session() as s, s.begin():
+        alice = s.scalar(select(User.id).where(User.name == "alice"))
+        for version in (1, 2):
+            bot = s.scalar(select(Bot.id).where(Bot.tournament_id == tid, Bot.name == f"alice.v{version}"))
+            s.add(Submission(user_id=alice, tournament_id=tid, version=version, archive="0" * 64, command="package",
+                             status=SubmissionStatus.ACCEPTED.value, bot_id=bot))
+    assert alice is not None
+    return int(alice)
