@@ -33,7 +33,7 @@ from .guard import guarded
 from .live_hub import LiveHub
 from .nav import install as install_nav
 from .negotiate import TEMPLATES, Clock, JsonSuffix, page, system_clock, wants_json
-from .pages import bot, game, games, kits, leaderboard, live, login, owner, submit, tournaments, versions
+from .pages import bot, game, games, kits, leaderboard, live, login, owner, queue, submit, tournaments, versions
 from .request_metrics import RequestMetrics
 from .settings import UPLOAD_THREADS, WebSettings
 
@@ -46,7 +46,7 @@ def routes() -> list[BaseRoute]:
     """Every page's routes, one module per page (arena/web/pages/)."""
     return [
         *tournaments.ROUTES,
-        *leaderboard.ROUTES, *bot.ROUTES, *games.ROUTES,
+        *leaderboard.ROUTES, *bot.ROUTES, *games.ROUTES, *queue.ROUTES,
         *live.ROUTES,
         *game.ROUTES,
         *login.ROUTES,
