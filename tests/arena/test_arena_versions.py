@@ -6,6 +6,7 @@ than a round (``plan_round`` with ``bots_per_round``), without playing a game: t
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from arena.store.models import Bot, Submission, SubmissionStatus, User
 from arena.store.store import BotRow, GameRow, Store
 from arena.store.submissions import accept, new_submission
 from arena.store.users import add_user
-from arena.store.versions import Entry, activate, pool_history, retire
+from arena.store.versions import Entry, VersionRefused, activate, pool_history, retire
+from arena.store.versions import _lock_user as lock_user
 from tests.arena.test_arena_ladder import (  # noqa: F401  (make_ladder: a fixture)
     GREEDY,
     RANDOM_A,
@@ -147,8 +149,16 @@ def settle(store: Store, tid: int) -> None:
     assert store.fail(task, "a failure of the test's", retry=False)
 
 
-def test_the_store_counts_a_bots_games_from_when_it_last_entered_the_pool(tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'pool.db'}")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database of each kind."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_the_store_counts_a_bots_games_from_when_it_last_entered_the_pool(store_url: str) -> None:
+    store = Store(store_url)
     try:
         tid = store.create_tournament("t", "fingerprint", {"players": 2}, [("a", "x", None, {}), ("b", "x", None, {})])
         assert pool_history(store, tid, [0, 1]) == {0: Entry(0, 0, False), 1: Entry(0, 0, False)}
@@ -230,3 +240,40 @@ def _alice_owns(store: Store, tid: int) -> int:
                              status=SubmissionStatus.ACCEPTED.value, bot_id=bot))
     assert alice is not None
     return int(alice)
+
+
+def test_a_change_of_versions_waits_for_another_of_the_same_user(store_url: str) -> None:
+    """Activating is done under a lock on the user (their row on PostgreSQL, the write lock on
+    SQLite): while another transaction holds it, an activation waits, then runs on what that one
+    left; so two changes of one user's versions never interleave, and one version at most plays."""
+    store = Store(store_url)
+    try:
+        tid = store.create_tournament("lad", "fingerprint", {"players": 2}, [])
+        add_user(store, "alice")
+        with store.session() as s:
+            alice = s.scalar(select(User.id).where(User.name == "alice"))
+        for version in (1, 2):
+            accept(store, new_submission(store, alice, tid, f"{version:064x}", b"x", 1, "package").id, None)
+        done = threading.Event()
+        answer: list[object] = []
+
+        def rollback() -> None:
+            answer.append(activate(store, tid, alice, 1))
+            done.set()
+
+        with store.engine.connect() as holder:
+            held = holder.begin()
+            lock_user(holder, alice)
+            thread = threading.Thread(target=rollback, daemon=True)
+            thread.start()
+            assert not done.wait(1.0), "the activation ran while another transaction held the user"
+            held.rollback()
+        assert done.wait(30.0), "the activation never ran"
+        thread.join(30.0)
+        assert answer == [("alice.v1", "alice.v2")]
+        assert [b.name for b in store.bots(tid, active_only=True)] == ["alice.v1"]
+        assert retire(store, tid, alice) == "alice.v1" and store.bots(tid, active_only=True) == []
+        with pytest.raises(VersionRefused, match="no version of alice's is in the pool"):
+            retire(store, tid, alice)
+    finally:
+        store.close()
