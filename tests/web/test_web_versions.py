@@ -147,3 +147,14 @@ def test_a_server_that_takes_no_submissions_changes_no_version(ladder: dict[str,
         assert "activate_url" not in str(web.get("/t/open/bots/alice.v1.json",
                                                  headers=bearer(ladder["tokens"]["alice"])).json())
     assert active(ladder) == ["greedy", "alice.v3"]
+
+
+def test_the_owners_private_page_offers_the_same_forms(web: TestClient, ladder: dict[str, Any]) -> None:
+    page = web.get("/t/open/owner/alice.v3.json", headers=bearer(ladder["tokens"]["alice"])).json()
+    assert {v["bot"]: v["activate_url"] for v in page["versions"]} == {
+        "alice.v3": None, "alice.v1": "/t/open/owner/alice.v1/activate"}
+    assert page["retire_url"] == "/t/open/owner/alice.v3/retire"
+    log_in(web, ladder["tokens"]["alice"])
+    html = web.get("/t/open/owner/alice.v3").text
+    answer = web.post("/t/open/owner/alice.v1/activate", data={"csrf": csrf_of(html)}, follow_redirects=False)
+    assert answer.status_code == 303 and active(ladder) == ["greedy", "alice.v1"]
