@@ -1,7 +1,7 @@
 """Protocol benchmark: bare round trip to a trivial bot, referee time per move, games/s.
 
 Usage: python bench/bench_protocol.py [--round-trips N] [--games N] [--concurrency K] [--runs R]
-       [--ask-forced] [--game-turns GAMES] [--bot builtin|sdk-random]
+       [--ask-forced] [--game-turns GAMES] [--bot builtin|sdk-random|cpp] [--loop asyncio|uvloop]
 
 1. Bare round trip: one stream to ``python -m referee.bots.builtin`` over a unix socket; the
    client sends a Turn with one legal move and waits for the answer, N times.
@@ -10,6 +10,11 @@ Usage: python bench/bench_protocol.py [--round-trips N] [--games N] [--concurren
 2. Referee per move: a match of random Python bots (the same built-in bot) through run_match:
    wall time per play, and the referee's share = that minus the median bare round trip.
 3. Games/s: the same bots, ``--concurrency`` matches at once in one referee process.
+
+``--bot cpp`` builds the C++ starter bot (sample_bots/cpp, about 30 s) in a temporary folder and
+plays it: a bot whose own cost is next to nothing, so the figures are the referee's and gRPC's.
+``--loop`` chooses the referee's event loop (the bench's own process; default: the referee's own
+choice, referee/loop.py), as ``CASINO_EVENT_LOOP`` does.
 
 The referee plays a seat's only legal move itself (``auto_forced``, about a quarter of all
 plays): per play counts those too, per turn only the plays a bot was asked for.
@@ -38,6 +43,7 @@ from referee.bots.endpoint import BotEndpoint
 from referee.bots.health import wait_healthy  # noqa: E402
 from referee.bots.launcher import BotProcess
 from referee.clock import TimeControl  # noqa: E402
+from referee.loop import LOOP_ENV, LOOPS, chosen_loop, run_main  # noqa: E402
 from referee.match.run import run_match  # noqa: E402
 from referee.match.spec import MatchSpec
 from referee.rules import RuleOptions  # noqa: E402
@@ -49,6 +55,14 @@ BOTS = {
     "sdk-random": f"{sys.executable} {Path(__file__).resolve().parents[1] / 'sample_bots' / 'python' / 'random_bot.py'}",
 }
 BOT = BOTS["builtin"]
+def build_cpp_bot(folder: Path) -> str:
+    """The C++ starter bot built in ``folder`` (a copy of sample_bots/cpp); its command."""
+    import shutil
+    import subprocess
+
+    shutil.copytree(Path(__file__).resolve().parents[1] / "sample_bots" / "cpp", folder / "cpp", symlinks=False)
+    subprocess.run(["make", "-s", "-j2"], cwd=folder / "cpp", check=True)
+    return str(folder / "cpp" / "bot")
 
 
 async def stream_round_trips(channel: grpc.aio.Channel, n: int) -> list[float]:
@@ -154,41 +168,50 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--bot", choices=sorted(BOTS), default="builtin", help="which random Python bot plays (default builtin)")
+    parser.add_argument("--bot", choices=sorted([*BOTS, "cpp"]), default="builtin",
+                        help="which random bot plays (default builtin, a Python bot; cpp: the C++ starter bot)")
+    parser.add_argument("--cpp-bot", metavar="PATH", help="with --bot cpp: an already built ./bot to play (no build)")
+    parser.add_argument("--loop", choices=LOOPS, help="the referee's event loop (default: as referee/loop.py chooses)")
     parser.add_argument("--game-turns", type=int, default=0, metavar="GAMES",
                         help="also time the round trips of every Turn of GAMES random games, sent as ready bytes")
     parser.add_argument("--ask-forced", action="store_true", help="ask the bots for forced plays too (every play a round trip)")
     args = parser.parse_args()
     global BOT
-    BOT = BOTS[args.bot]
-    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; bots: {args.bot}")
+    if args.loop:
+        os.environ[LOOP_ENV] = args.loop
+    build = tempfile.TemporaryDirectory()
+    BOT = (args.cpp_bot or build_cpp_bot(Path(build.name))) if args.bot == "cpp" else BOTS[args.bot]
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; bots: {args.bot}; loop: {chosen_loop()}; "
+          f"GRPC_EXPERIMENTS={os.environ.get('GRPC_EXPERIMENTS', '')!r}")
     rtts = []
     for _ in range(args.runs):
-        t = sorted(asyncio.run(bare_round_trips(args.round_trips)))[args.round_trips // 10:]  # drop warm-up tail
+        t = sorted(run_main(bare_round_trips(args.round_trips)))[args.round_trips // 10:]  # drop warm-up tail
         rtts.append(statistics.median(t))
     bare_ms = statistics.median(rtts) * 1000
     print(f"bare round trip: median {bare_ms:.3f} ms (runs: {', '.join(f'{r * 1000:.3f}' for r in rtts)})")
     if args.game_turns:
         turns, real = game_turns(args.game_turns), []
         for _ in range(args.runs):
-            t = sorted(asyncio.run(bare_round_trips(0, turns)))[len(turns) // 10:]
+            t = sorted(run_main(bare_round_trips(0, turns)))[len(turns) // 10:]
             real.append(statistics.median(t))
         real_ms = statistics.median(real) * 1000
         print(f"bare round trip of {len(turns)} real Turns ({args.game_turns} games): median {real_ms:.3f} ms "
               f"({real_ms / bare_ms:.2f}x the one-move turn; runs: {', '.join(f'{r * 1000:.3f}' for r in real)})")
-    per_move, per_turn, rates, cpu_ms = [], [], [], []
+    per_move, per_turn, rates, cpu_ms, cpu_turn_ms = [], [], [], [], []
     for _ in range(args.runs):
-        elapsed, games, plays, turns, cpu = asyncio.run(matches(args.games, args.concurrency, args.ask_forced))
+        elapsed, games, plays, turns, cpu = run_main(matches(args.games, args.concurrency, args.ask_forced))
         per_move.append(elapsed / plays * 1000)
         per_turn.append(elapsed / turns * 1000)
         rates.append(games / elapsed)
         cpu_ms.append(cpu / plays * 1000)
+        cpu_turn_ms.append(cpu / turns * 1000)
     move_ms, turn_ms = statistics.median(per_move), statistics.median(per_turn)
     over = (f", {move_ms - bare_ms:.3f} ms over the bare round trip ({move_ms / bare_ms:.2f}x); "
             f"{turn_ms:.3f} ms per turn asked ({turn_ms / bare_ms:.2f}x)") if args.concurrency == 1 else ""
     print(f"referee, {args.concurrency} match(es) of {args.games} games at once"
           f"{', every play asked' if args.ask_forced else ''}: {move_ms:.3f} ms per play (wall){over}; "
-          f"referee CPU {statistics.median(cpu_ms):.3f} ms per play; {statistics.median(rates):.1f} games/s "
+          f"referee CPU {statistics.median(cpu_ms):.3f} ms per play, {statistics.median(cpu_turn_ms):.3f} ms per turn "
+          f"asked; {statistics.median(rates):.1f} games/s "
           f"(runs: {', '.join(f'{r:.1f}' for r in rates)})")
     return 0
 

@@ -233,9 +233,8 @@ def _write_json(path: str | None, report: dict[str, Any]) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    import asyncio
-
     from referee.clock import TimeControl
+    from referee.loop import run_main
 
     from ..play.compare import CompareSpec, endpoint_bot
     from ..rating.stats import expected_units
@@ -275,7 +274,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console.print(f"compare: {args.candidate!r} against {args.baseline!r}; unit {args.unit} ({args.pairing} pairs), "
                   f"{args.players} players; {mode}", soft_wrap=True, highlight=False)
     with _logs_folder(args.logs, "arena-compare-") as logs:
-        comparison = asyncio.run(_run(spec, console, logs, every=10, args=args))
+        comparison = run_main(_run(spec, console, logs, every=10, args=args))
     report = comparison.report()
     console.print(live_line(comparison), soft_wrap=True, highlight=False)
     _print_verdict(console, comparison, report)
@@ -345,11 +344,10 @@ def _opponents(values: list[str]) -> list[tuple[str, str]]:
 
 
 def cmd_gauntlet(args: argparse.Namespace) -> int:
-    import asyncio
-
     from rich.table import Table
 
     from referee.clock import TimeControl
+    from referee.loop import run_main
 
     from ..play.compare import CompareSpec, endpoint_bot
     from ..rating.ratings import RatingBook
@@ -372,7 +370,7 @@ def cmd_gauntlet(args: argparse.Namespace) -> int:
                                players=args.players, bounds=None, units=args.units, seed=args.seed + 7919 * k,
                                concurrency=args.concurrency or 1, time_control=TimeControl(move_time_ms=args.move_time),
                                label=f"gauntlet-{k + 1}")
-            comparison = asyncio.run(_run(spec, console, logs / name, args=args))
+            comparison = run_main(_run(spec, console, logs / name, args=args))
             report = comparison.report()
             if args.players == 2:
                 for pair in comparison.pairs:

@@ -9,7 +9,6 @@ ends with the commands that look at them again or run the tournament again.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from referee.cli.demo import SAMPLE_BOTS, sample_packages
+from referee.loop import run_main
 
 from ..config import load_config
 from ..errors import UsageError
@@ -97,6 +97,6 @@ def run_demo(games_per_pairing: int = 4, move_time_ms: int = 200, seed: int = 1,
     path = demo_file(folder if folder is not None else Path(tempfile.mkdtemp(prefix="arena-demo-")), text)
     console.print(f"demo: {', '.join(bots)}; {games_per_pairing} games per pairing (duplicate deals), "
                   f"{move_time_ms} ms per move; tournament file {path}", soft_wrap=True)
-    status = asyncio.run(run_tournament(load_config(path), console, show_paths=False))
+    status = run_main(run_tournament(load_config(path), console, show_paths=False))
     print_next_steps(console, path)
     return status

@@ -70,14 +70,13 @@ def _open(config: TournamentConfig) -> tuple[Store, int]:
 def run_async(args: argparse.Namespace, main: Callable[[], Coroutine[Any, Any, int]]) -> int:
     """Run a long-running command's coroutine; with ``--metrics-listen``, its metrics are served
     (and the event loop's lag watched) while it runs (docs/operations.md)."""
-    import asyncio
-
+    from referee.loop import run_main
     from referee.metrics import serve_metrics, with_loop_watch
 
     if args.metrics_listen:
         serve_metrics(args.metrics_listen, f"{PROG} {args.command}")  # a bad address: one line, exit 2
-        return asyncio.run(with_loop_watch(main()))
-    return asyncio.run(main())
+        return run_main(with_loop_watch(main()))
+    return run_main(main())
 
 
 # --- run ------------------------------------------------------------------------------------

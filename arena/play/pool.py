@@ -20,6 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from referee.loop import loop_factory
 from referee.match.game import Observer
 from referee.match.report import GameReport
 from referee.match.spec import GameSetup
@@ -35,7 +36,7 @@ def all_inprocess(seats: Sequence[SeatBot]) -> bool:
 
 
 def _start_worker(logs_dir: str) -> None:
-    _worker["loop"] = asyncio.new_event_loop()
+    _worker["loop"] = loop_factory()()  # the referee's chosen event loop (referee/loop.py)
     _worker["executor"] = InProcessExecutor(Path(logs_dir))
 
 

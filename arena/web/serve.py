@@ -11,6 +11,7 @@ from uvicorn.config import LOGGING_CONFIG
 
 from referee.bots.endpoint import INPROCESS_REFUSED, BotEndpoint
 from referee.logs import configured_format
+from referee.loop import chosen_loop
 from referee.metrics import serve_metrics
 
 from ..errors import UsageError, quoted
@@ -68,6 +69,7 @@ def serve(settings: WebSettings) -> int:
                                 # the app reads forwarded headers itself, from settings.trusted_proxies
                                 # only (arena/web/guard.py), so uvicorn must not do it a second time
                                 log_level="info", proxy_headers=False, server_header=False,
+                                loop=chosen_loop(),  # as every other command's (referee/loop.py)
                                 log_config=uvicorn_log_config(configured_format()))
         uvicorn.Server(config).run()
     finally:

@@ -17,6 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from casino.v1 import bot_pb2, bot_pb2_grpc
 
+from ..wire.connection import SERVER_OPTIONS
 from ..wire.convert import PROTOCOL_VERSION
 from .launcher import ADDRESS_ENV
 
@@ -40,7 +41,7 @@ class RandomBot(bot_pb2_grpc.BotServiceServicer):
 
 
 async def serve(address: str, seed: int) -> None:
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=SERVER_OPTIONS)
     bot_pb2_grpc.add_BotServiceServicer_to_server(RandomBot(seed), server)
     checker = health.aio.HealthServicer()
     await checker.set("", health_pb2.HealthCheckResponse.SERVING)

@@ -7,13 +7,13 @@ once if needed), each built and run as a package (docs/packages.md).
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import shutil
 import sys
 from pathlib import Path
 
 from ..clock import TimeControl
+from ..loop import run_main
 from ..match.run import run_match
 from ..match.spec import MatchSpec
 from ..rules import RuleOptions
@@ -49,13 +49,13 @@ def run_demo(games: int, move_time_ms: int, seed: int) -> int:
 
     kits = sample_packages()
     packages = Packages(SandboxSettings())
-    bots = {name: asyncio.run(packages.bot_from_path(str(folder))).endpoint for name, folder in kits.items()}
+    bots = {name: run_main(packages.bot_from_path(str(folder))).endpoint for name, folder in kits.items()}
     print(f"demo: {', '.join(bots)}; {games} games per pair, {move_time_ms} ms per move\n")
     table = {name: [0, 0, 0, 0] for name in bots}  # games, wins, draws, losses
     for a, b in itertools.combinations(bots, 2):
         spec = MatchSpec(bots=[bots[a], bots[b]], options=RuleOptions(players=2),
                          games=games, seed=seed, time_control=TimeControl(move_time_ms=move_time_ms))
-        report = asyncio.run(run_match(spec))
+        report = run_main(run_match(spec))
         print(f"  ({a} vs {b}: bot logs in {report.logs_dir})")
         for game in report.games:
             print(describe_game(game, report.bot_names, spec.options))

@@ -131,9 +131,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the Referee service until interrupted."""
-    import asyncio
     import logging
 
+    from ..loop import run_main
     from ..metrics import serve_metrics, with_loop_watch
     from ..service.server import serve
     from ..service.settings import ServiceSettings
@@ -152,7 +152,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.metrics_listen:
         serve_metrics(args.metrics_listen, "referee")
     # a ListenError reaches main(): one line, exit 2
-    asyncio.run(with_loop_watch(serve(settings, records_dir=records, launcher=launcher,
+    run_main(with_loop_watch(serve(settings, records_dir=records, launcher=launcher,
                                       health_listen=args.health_listen)))
     return 0
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -21,6 +20,7 @@ from ..bots.launcher import Launcher
 from ..clock import TimeControl
 from ..errors import EndpointError, UsageError
 from ..logs import configure as configure_logging
+from ..loop import run_main
 from ..match.record import seat_move_times
 from ..match.report import GameReport, MatchReport
 from ..match.spec import FailurePolicy, MatchSpec
@@ -176,7 +176,7 @@ def package_bots(args: argparse.Namespace, specs: list[str], out: TextIO = sys.s
     async def make_all() -> list[str | BotEndpoint]:
         return [await make(spec) if is_package(spec) else spec for spec in specs]
 
-    return asyncio.run(make_all())
+    return run_main(make_all())
 
 
 def cmd_match(args: argparse.Namespace) -> int:
@@ -185,7 +185,7 @@ def cmd_match(args: argparse.Namespace) -> int:
     spec = spec_from_args(args, package_bots(args, args.bot))
     launcher = launcher_from_args(args)
     _logging(args.verbose, args.log_format)
-    report = asyncio.run(run_match(spec, launcher=launcher))
+    report = run_main(run_match(spec, launcher=launcher))
     for game in report.games:
         print(describe_game(game, report.bot_names, spec.options))
     print()
@@ -269,7 +269,7 @@ def _check(args: argparse.Namespace, candidate: str | BotEndpoint, matches: list
     limited: list[str] = []  # what the sandbox limited of the checked bot
     for title, checked, spec in matches:
         spec = dataclasses.replace(spec, logs_dir=logs)
-        report = asyncio.run(run_match(spec, launcher=launcher))
+        report = run_main(run_match(spec, launcher=launcher))
         print(f"\n{len(report.games)} game(s) {title}:")
         failing: set[int] = set()
         for game in report.games:

@@ -75,8 +75,13 @@ def _check_address(address: str) -> str | None:
     return None
 
 
+# No HTTP/2 BDP probes, as the referee's channel to the bot has none: they ping along with the data to
+# grow the flow-control window for big transfers, and cost CPU on every turn (docs/benchmarks.md).
+SERVER_OPTIONS = [("grpc.http2.bdp_probe", 0)]
+
+
 async def _serve(bot: CasinoBot | type[CasinoBot], address: str) -> None:
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=SERVER_OPTIONS)
     bot_pb2_grpc.add_BotServiceServicer_to_server(_Servicer(bot), server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
