@@ -56,7 +56,7 @@ SECTION_KEYS = {
     "[time]": ("move_ms", "grace_ms", "bank_ms", "increment_ms", "startup_ms", "cpu_ms"),
     "[failures]": ("policy", "max_strikes"),
     "[[bots]]": ("name", "command", "address", "package", "cwd", "env", "archive"),
-    "[ladder]": ("interval", "cron", "pairings_per_bot", "sets_per_pairing"),
+    "[ladder]": ("interval", "cron", "pairings_per_bot", "sets_per_pairing", "bots_per_round", "new_bot_games"),
     "[standings]": ("provisional_games", "provisional_sigma"),
     "[challenges]": ("in_flight", "games_per_day", "games_per_round", "max_pairs", "unit", "lower", "upper", "alpha",
                      "beta"),
@@ -111,6 +111,8 @@ class LadderConfig:
     cron: str | None
     pairings_per_bot: int = 2
     sets_per_pairing: int = 1
+    bots_per_round: int = 0  # bots a round pairs at most (0: every active bot); the rest wait their turn
+    new_bot_games: int = 8  # a bot's first games after it enters the pool, played first (docs/tournaments.md)
 
 
 @dataclass(frozen=True)
@@ -291,7 +293,7 @@ def parse_config(text: str, path: Path, check_programs: bool = True) -> Tourname
 
     bots = _bots(top, path.parent, players, check_programs)
     _check_cpu_limit(top, time_control, bots)
-    ladder = _ladder(top.table("ladder")) if "ladder" in data else None
+    ladder = _ladder(top.table("ladder"), players) if "ladder" in data else None
     standings = _standings(top.table("standings"))
     challenges = _challenges(top.table("challenges"))
     sandbox = _sandbox(top.table("sandbox"), path.parent)
@@ -658,7 +660,7 @@ def _env(table: _Table) -> dict[str, str]:
     return good
 
 
-def _ladder(table: _Table) -> LadderConfig:
+def _ladder(table: _Table, players: int) -> LadderConfig:
     table.check_keys()
     has_interval, has_cron = "interval" in table.data, "cron" in table.data
     if has_interval and has_cron:
@@ -682,7 +684,18 @@ def _ladder(table: _Table) -> LadderConfig:
         interval_s=interval_s, cron=cron,
         pairings_per_bot=table.integer("pairings_per_bot", 2, minimum=1),
         sets_per_pairing=table.integer("sets_per_pairing", 1, minimum=1),
+        bots_per_round=_bots_per_round(table, players),
+        new_bot_games=table.integer("new_bot_games", LadderConfig.new_bot_games, minimum=0),
     )
+
+
+def _bots_per_round(table: _Table, players: int) -> int:
+    """0 (every active bot in every round) or at least a game's seats."""
+    count = table.integer("bots_per_round", 0, minimum=0)
+    if 0 < count < players:
+        table.fail("bots_per_round", f"must be 0 (every active bot) or at least players ({players}), not {count}")
+        return 0
+    return count
 
 
 def _standings(table: _Table) -> StandingsSettings:

@@ -3,8 +3,9 @@
 
 One APScheduler AsyncIOScheduler runs one job, a round; a round due while the last one still
 plays is skipped (max_instances=1, coalesce), so rounds never overlap. A round pairs the active
-bots with ``ladder_pairings`` (the most uncertain bots first, against the opponents that teach
-their ratings most), schedules the pairings' games after every earlier game with fresh decks, and
+bots (or ``bots_per_round`` of them, taking turns; a bot new to the pool always, its first games
+first: ``plan_round``) with ``ladder_pairings`` (the most uncertain bots first, against the
+opponents that teach their ratings most), schedules the pairings' games after every earlier game with fresh decks, and
 plays them through one InProcessExecutor shared by every round (bot processes are reused; at the
 start and end of each round, the processes of bots removed from the pool, or given a new command,
 are stopped).
@@ -31,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -49,10 +52,11 @@ from ..config import ConfigError, LadderConfig, TournamentConfig
 from ..errors import ArenaError, UsageError, shown
 from ..rating.ratings import default_rating
 from ..rating.standings import fitting_standings_table
-from ..schedule.pairings import ScheduledGame, ladder_pairings, schedule, set_size
+from ..schedule.pairings import ScheduledGame, ladder_pairings, round_pool, schedule, set_size
 from ..store.lease import Lease
 from ..store.outage import DatabaseUnavailableError, Outage, ping, unreachable
 from ..store.store import BotRow, Store
+from ..store.versions import Entry, pool_history
 from .archives import ArchiveCache
 from .challenges import play_open_challenges, queued_seats
 from .coordinator import follow_games, queue_missing, settled_games
@@ -87,23 +91,51 @@ def describe_schedule(ladder: LadderConfig) -> str:
 
 
 def plan_round(config: TournamentConfig, active: list[BotRow], ratings: dict[str, Any], round_number: int,
-               last_game: int, last_set: int) -> list[ScheduledGame]:
+               last_game: int, last_set: int, history: Mapping[int, Entry] | None = None) -> list[ScheduledGame]:
     """The games of ladder round ``round_number`` among the ``active`` bots (seat_bots are bot positions).
 
-    Pairings from ladder_pairings on the bots' (mu, sigma), in the order chosen (uncertain bots'
-    first); numbers and sets continue after ``last_game`` / ``last_set``; round r uses decks
-    (r - 1) * sets_per_pairing onwards, so every round gets decks no earlier round used.
+    ``round_pool`` picks the bots (every one, or ``bots_per_round`` of them: the new ones, then those
+    that waited longest, from ``history``: each position's games since it entered the pool and its
+    newest game; None: no bot is new and none has played). Pairings from ladder_pairings on the
+    bots' (mu, sigma), the new bots' first, each new bot with enough pairings to play the games it
+    has left of its first ``new_bot_games`` (as many as there are opponents), the others
+    ``pairings_per_bot`` (a bot of the tournament file, there since the ladder began, is never new).
+    The new bots' pairings are scheduled first, then the rest, each part in
+    schedule()'s balanced order. Numbers and sets continue after ``last_game`` / ``last_set``;
+    round r uses decks (r - 1) * sets_per_pairing onwards, so every round gets decks no earlier
+    round used.
     """
     assert config.ladder is not None
     ladder = config.ladder
+    history = history or {}
+    blank = Entry(0, 0, entered_later=False)  # no history: never played, in the pool from the start
+    entries = [history.get(bot.position, blank) for bot in active]
+    # a bot of the tournament file, in the pool since the ladder began, is never new: its first
+    # rounds are everyone's (it counts as having played its first games)
+    since = [e.games_since_entry if e.entered_later else max(e.games_since_entry, ladder.new_bot_games)
+             for e in entries]
+    picked, new = round_pool(since, [e.last_game for e in entries], ladder.bots_per_round, ladder.new_bot_games)
+    pool = [active[i] for i in picked]
+    local = {index: k for k, index in enumerate(picked)}
+    per_pairing = ladder.sets_per_pairing * set_size(config.players, config.duplicate)
+    wants = [ladder.pairings_per_bot] * len(pool)
+    for index in new:
+        left = ladder.new_bot_games - entries[index].games_since_entry
+        wants[local[index]] = max(ladder.pairings_per_bot, math.ceil(left / per_pairing))
     fallback = default_rating()
-    pool = [ratings.get(bot.name, fallback) for bot in active]
-    chosen = ladder_pairings([(r.mu, r.sigma) for r in pool], config.players, ladder.pairings_per_bot)
-    groups = [tuple(active[i].position for i in group) for group in chosen]
-    return schedule(groups, config.players,
-                    games_per_pairing=ladder.sets_per_pairing * set_size(config.players, config.duplicate),
-                    duplicate=config.duplicate, seed=config.seed, first_number=last_game + 1,
-                    first_set=last_set + 1, first_deck_index=(round_number - 1) * ladder.sets_per_pairing)
+    rated = [ratings.get(bot.name, fallback) for bot in pool]
+    chosen = ladder_pairings([(r.mu, r.sigma) for r in rated], config.players, ladder.pairings_per_bot,
+                             wants=wants, first=[local[index] for index in new])
+    newcomers = {active[index].position for index in new}
+    groups = [tuple(pool[i].position for i in group) for group in chosen]
+    games: list[ScheduledGame] = []
+    for part in ([g for g in groups if newcomers & set(g)], [g for g in groups if not newcomers & set(g)]):
+        if part:
+            games += schedule(part, config.players, games_per_pairing=per_pairing, duplicate=config.duplicate,
+                              seed=config.seed, first_number=last_game + len(games) + 1,
+                              first_set=(games[-1].set_number if games else last_set) + 1,
+                              first_deck_index=(round_number - 1) * ladder.sets_per_pairing)
+    return games
 
 
 class LadderServer:
@@ -252,11 +284,18 @@ class LadderServer:
                                f"(add some with `arena bots add NAME CMD_OR_ADDR -f {self.config.path.name}`)")
             return None
         number = self.store.tournament(self.tid).rounds + 1
+        history = pool_history(self.store, self.tid, [bot.position for bot in active])
         games = plan_round(self.config, active, self.store.ratings(self.tid), number,
-                           self.store.last_game_number(self.tid), self.store.last_set_number(self.tid))
+                           self.store.last_game_number(self.tid), self.store.last_set_number(self.tid), history)
         self.store.add_games(self.tid, number, games, then=self._queue_games if self.queue else None)
-        self.console.print(f"round {number}: {len(active)} bots, {len(games)} games")
-        log.info("round %d: %d bots, %d games", number, len(active), len(games), extra={"tournament": self.tid})
+        playing = {p for g in games for p in g.seat_bots}
+        bots = f"{len(playing)} of {len(active)}" if len(playing) < len(active) else f"{len(active)}"
+        names = {bot.position: bot.name for bot in active}
+        new = [names[p] for p, e in history.items()
+               if e.entered_later and e.games_since_entry < self.ladder.new_bot_games and p in playing]
+        first = f"; first games of {', '.join(new)}" if new else ""
+        self.console.print(f"round {number}: {bots} bots, {len(games)} games{first}", soft_wrap=True)
+        log.info("round %d: %s bots, %d games%s", number, bots, len(games), first, extra={"tournament": self.tid})
         return number
 
     def _queue_games(self, conn: Connection, tid: int) -> int:

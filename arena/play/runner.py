@@ -88,14 +88,16 @@ def config_settings(config: TournamentConfig) -> dict[str, Any]:
 STANDINGS_KEY = "standings"  # where the stored settings keep [standings]
 DISPLAY_KEY = "display"  # where they keep how pages show the tournament (public_notes)
 CHALLENGES_KEY = "challenges"  # where they keep [challenges] (the web app's quotas read it)
-SHOWN_KEYS = (STANDINGS_KEY, DISPLAY_KEY, CHALLENGES_KEY)  # not fingerprinted, not played: updated on each open
+NEW_BOTS_KEY = "new_bot_games"  # a ladder's [ladder] new_bot_games, for the web's queue page
+SHOWN_KEYS = (STANDINGS_KEY, DISPLAY_KEY, CHALLENGES_KEY, NEW_BOTS_KEY)  # not fingerprinted, not played: updated on each open
 
 
 def shown_settings(config: TournamentConfig) -> dict[str, Any]:
     """How the tournament is shown, kept with its settings so that a database served without its
     file (`arena web --db`) shows it as the file says; changing them changes no game."""
+    ladder = {NEW_BOTS_KEY: config.ladder.new_bot_games} if config.ladder is not None else {}
     return {STANDINGS_KEY: config.standings.to_stored(), DISPLAY_KEY: {"public_notes": config.public_notes},
-            CHALLENGES_KEY: config.challenges.to_stored()}
+            CHALLENGES_KEY: config.challenges.to_stored(), **ladder}
 
 
 def stored_settings(config: TournamentConfig) -> dict[str, Any]:

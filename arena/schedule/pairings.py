@@ -178,13 +178,15 @@ def _rating_groups(group: tuple[int, ...], ratings: Sequence[trueskill.Rating]) 
 
 
 def ladder_pairings(ratings: Sequence[tuple[float, float]], players: int, pairings_per_bot: int,
-                    env: trueskill.TrueSkill | None = None) -> list[tuple[int, ...]]:
+                    env: trueskill.TrueSkill | None = None, wants: Sequence[int] | None = None,
+                    first: Sequence[int] = ()) -> list[tuple[int, ...]]:
     """The pairings of one ladder round, chosen to be informative for the most uncertain bots.
 
-    Bots in order of decreasing sigma (ties by index); while a bot has fewer than
-    ``pairings_per_bot`` pairings this round, it gets the not yet chosen pairing containing it
-    that maximises env.quality * (sum of the pairing's sigmas), ties to the earliest in
-    pairings() order. Returned in the order chosen, so uncertain bots' pairings come first.
+    Bots in order of decreasing sigma (ties by index), after the bots ``first`` names in its order
+    (a ladder's new bots, ``round_pool``); while a bot has fewer than its pairings this round
+    (``wants[bot]``, default ``pairings_per_bot`` for every bot), it gets the not yet chosen
+    pairing containing it that maximises env.quality * (sum of the pairing's sigmas), ties to the
+    earliest in pairings() order. Returned in the order chosen, so those bots' pairings come first.
     """
     _check_players(players)
     if pairings_per_bot < 0:
@@ -207,11 +209,17 @@ def ladder_pairings(ratings: Sequence[tuple[float, float]], players: int, pairin
             worth[group] = env.quality(_rating_groups(group, rated)) * sum(sigmas[bot] for bot in group)
         return worth[group]
 
+    target = list(wants) if wants is not None else [pairings_per_bot] * n
+    if len(target) != n or any(w < 0 for w in target):
+        raise ValueError(f"wants must give each of the {n} bots a count >= 0, got {list(target)}")
+    if len(set(first)) != len(first) or any(not 0 <= bot < n for bot in first):
+        raise ValueError(f"first must name distinct bots among the {n}, got {list(first)}")
     count = [0] * n
     chosen: list[tuple[int, ...]] = []
     taken: set[tuple[int, ...]] = set()
-    for bot in sorted(range(n), key=lambda b: (-sigmas[b], b)):
-        while count[bot] < pairings_per_bot:
+    firsts = set(first)
+    for bot in [*first, *sorted((b for b in range(n) if b not in firsts), key=lambda b: (-sigmas[b], b))]:
+        while count[bot] < target[bot]:
             best: tuple[int, ...] | None = None
             for group in by_bot[bot]:
                 if group not in taken and (best is None or value(group) > value(best)):
@@ -223,3 +231,28 @@ def ladder_pairings(ratings: Sequence[tuple[float, float]], players: int, pairin
             for member in best:
                 count[member] += 1
     return chosen
+
+
+def round_pool(since_entry: Sequence[int], last_game: Sequence[int], bots_per_round: int,
+               new_bot_games: int) -> tuple[list[int], list[int]]:
+    """Which bots of a ladder's pool the next round pairs (indices, ascending), and which of those
+    are *new* (in the order they are served: fewest games first, then index).
+
+    A bot is new while it has played fewer than ``new_bot_games`` games since it entered the pool
+    (``since_entry``): added, accepted, or activated again. With ``bots_per_round`` 0 every bot
+    plays; else the first ``bots_per_round`` of this order: the new bots, then the others by how
+    long they have waited (their newest game, ``last_game``, oldest first; 0 for none), then
+    index. So in a pool larger than a round the bots take turns, and a new one does not wait for
+    its turn: it is in the very next round.
+    """
+    if len(since_entry) != len(last_game):
+        raise ValueError("since_entry and last_game must have one entry per bot")
+    if bots_per_round < 0 or new_bot_games < 0:
+        raise ValueError(f"bots_per_round and new_bot_games must be >= 0, got {bots_per_round}, {new_bot_games}")
+    n = len(since_entry)
+    new = sorted((b for b in range(n) if since_entry[b] < new_bot_games), key=lambda b: (since_entry[b], b))
+    rest = sorted((b for b in range(n) if since_entry[b] >= new_bot_games), key=lambda b: (last_game[b], b))
+    order = new + rest
+    chosen = order if not bots_per_round or n <= bots_per_round else order[:bots_per_round]
+    kept = set(chosen)
+    return sorted(chosen), [b for b in new if b in kept]

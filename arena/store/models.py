@@ -83,6 +83,10 @@ class Bot(Base):
     active: Mapped[bool] = mapped_column(default=True)  # removed bots keep their games and ratings
     archive: Mapped[str | None] = mapped_column(String(64), nullable=True)  # sha256 of its BotArchive, if any
     added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the tournament's last game number when the bot last entered the pool (added, accepted, or
+    # activated again); its games after it are its first games there (None: from the start)
+    # (deferred: read only where asked, so the reading commands still read a schema before 0011)
+    entered_after: Mapped[int | None] = mapped_column(Integer, nullable=True, deferred=True)
 
 
 class Game(Base):

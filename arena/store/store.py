@@ -209,8 +209,13 @@ def _keep_private(path: str) -> None:
     """A SQLite file only its owner reads: made with mode 0600 when it is new (SQLite gives its
     -wal and -shm files the same mode), and with no permission for others when this user owns it
     (a bot's uid is an "other": the file holds every archive, record and token hash)."""
+    # only a new file is opened here: closing a descriptor of a database this process already has
+    # open (another Store of it) would drop that connection's SQLite locks, which are POSIX locks,
+    # held per process and released by any close of the file (sqlite.org/howtocorrupt.html 2.2)
     try:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass
     except OSError:
         return  # not writable here: opening it says why
     for file in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
@@ -494,16 +499,22 @@ class Store:
                     raise StorageError(f"a bot named {name!r} is already in the pool")
                 existing.active, existing.spec, existing.cwd, existing.env = True, spec, cwd, dict(env or {})
                 existing.archive = archive
+                existing.entered_after = self._last_game(s, tid)
                 bot = existing
             else:
-                position = (s.scalar(select(func.max(Bot.position)).where(Bot.tournament_id == tid)) or -1) + 1
+                position = s.scalar(select(func.coalesce(func.max(Bot.position), -1)).where(Bot.tournament_id == tid)) + 1
                 bot = Bot(tournament_id=tid, position=position, name=name, spec=spec, cwd=cwd, env=dict(env or {}),
-                          active=True, archive=archive)
+                          active=True, archive=archive, entered_after=self._last_game(s, tid))
                 s.add(bot)
                 s.flush()
                 start = default_rating()
                 s.add(Rating(bot_id=bot.id, mu=start.mu, sigma=start.sigma, games=0))
             return _bot_row(bot)
+
+    @staticmethod
+    def _last_game(s: Session, tid: int) -> int:
+        """Where a bot entering the pool now counts its first games from (Bot.entered_after)."""
+        return int(s.scalar(select(func.max(Game.number)).where(Game.tournament_id == tid)) or 0)
 
     def remove_bot(self, tid: int, name: str) -> None:
         """Take a bot out of the pool; its games and ratings stay."""

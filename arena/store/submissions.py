@@ -19,7 +19,7 @@ from sqlalchemy import Connection, case, delete, func, insert, select, update
 
 from ..errors import ArenaError
 from ..rating.ratings import default_rating
-from .models import (Bot, BotArchive, Rating, Submission, SubmissionStatus, Tournament, User, as_utc, iso_utc,
+from .models import (Bot, BotArchive, Game, Rating, Submission, SubmissionStatus, Tournament, User, as_utc, iso_utc,
                      utcnow)
 from .notices import enqueue
 from .store import Store
@@ -222,9 +222,11 @@ def accept(store: Store, sid: int, report: str | None) -> str:
                                                 Submission.tournament_id == sub.tournament_id,
                                                 Submission.bot_id.is_not(None))
         s.execute(update(Bot).where(Bot.id.in_(older)).values(active=False))
-        position = (s.scalar(select(func.max(Bot.position)).where(Bot.tournament_id == sub.tournament_id)) or -1) + 1
+        position = s.scalar(select(func.coalesce(func.max(Bot.position), -1))
+                            .where(Bot.tournament_id == sub.tournament_id)) + 1
+        entered = s.scalar(select(func.max(Game.number)).where(Game.tournament_id == sub.tournament_id)) or 0
         bot = Bot(tournament_id=sub.tournament_id, position=position, name=name, spec=sub.command, cwd=None, env={},
-                  active=True, archive=sub.archive)
+                  active=True, archive=sub.archive, entered_after=entered)
         s.add(bot)
         s.flush()
         s.add(Rating(bot_id=bot.id, mu=start.mu, sigma=start.sigma, games=0))

@@ -34,7 +34,8 @@ from .guard import guarded
 from .live_hub import LiveHub
 from .nav import install as install_nav
 from .negotiate import TEMPLATES, Clock, JsonSuffix, page, system_clock, wants_json
-from .pages import bot, challenges, game, games, kits, leaderboard, live, login, me, owner, submit, tournaments
+from .pages import (bot, challenges, game, games, kits, leaderboard, live, login, me, owner, queue, submit,
+                    tournaments, versions)
 from .request_metrics import RequestMetrics
 from .settings import UPLOAD_THREADS, WebSettings
 
@@ -47,7 +48,7 @@ def routes() -> list[BaseRoute]:
     """Every page's routes, one module per page (arena/web/pages/)."""
     return [
         *tournaments.ROUTES,
-        *leaderboard.ROUTES, *bot.ROUTES, *games.ROUTES,
+        *leaderboard.ROUTES, *bot.ROUTES, *games.ROUTES, *queue.ROUTES,
         *live.ROUTES,
         *game.ROUTES,
         *login.ROUTES,
@@ -56,6 +57,7 @@ def routes() -> list[BaseRoute]:
         *kits.ROUTES,
         *owner.ROUTES,
         *me.ROUTES,
+        *versions.ROUTES,
         Mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"),
     ]
 

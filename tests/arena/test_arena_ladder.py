@@ -27,6 +27,7 @@ from arena.play.ladder import describe_schedule, ladder_trigger, plan_round
 from arena.play.runner import current_standings
 from arena.rating.ratings import Rating
 from arena.store.store import GameRow, Store
+from arena.store.versions import Entry
 from tests.arena_support import (
     MARKER_ENV,
     kill_marked_processes,
@@ -249,7 +250,8 @@ def test_bot_added_between_rounds_plays_first_in_the_next_round(make_ladder: Cal
     assert [g.number for g in rounds[1]] == [g.number for g in round_1]
     assert all(newbie not in g.seat_bots for g in rounds[1]), "round 1 was scheduled before the bot was added"
 
-    # round 2: the newcomer, with the highest sigma, has its pairing chosen (and played) first
+    # round 2: the newcomer, new to the pool, has its pairings chosen (and played) first, enough of
+    # them for its first games (one per opponent here: new_bot_games 8 is more than 3 pairings give)
     last_1 = rounds[1][-1]
     before = ratings_after(ladder.store, tid, last_1.number)
     assert "newbie" not in before
@@ -259,7 +261,10 @@ def test_bot_added_between_rounds_plays_first_in_the_next_round(make_ladder: Cal
     assert newbie in second[0].seat_bots and newbie in second[1].seat_bots  # the first duplicate set
     assert second[0].set_number == second[1].set_number == last_1.set_number + 1
     # exactly the round ladder_pairings and schedule make from the ratings at its start
-    expected = plan_round(ladder.config, bots, before, 2, last_1.number, last_1.set_number)
+    history = {b.position: Entry(0, max((g.number for g in rounds[1] if b.position in g.seat_bots), default=0),
+                                 entered_later=b.name == "newbie") for b in bots}
+    expected = plan_round(ladder.config, bots, before, 2, last_1.number, last_1.set_number, history)
+    assert {tuple(sorted(g.seat_bots)) for g in second[:6]} == {(p, newbie) for p in range(3)}
     assert [(g.number, g.seat_bots, g.deck_seed, g.set_number) for g in second] == \
         [(s.number, s.seat_bots, s.deck_seed, s.set_number) for s in expected]
     assert not {g.deck_seed for g in second} & {g.deck_seed for g in rounds[1]}, "round 2 has fresh decks"

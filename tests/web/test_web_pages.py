@@ -324,7 +324,7 @@ def test_a_database_served_alone_marks_bots_as_its_files_last_run_stored(audit_d
 
 LATER_TABLES = ("challenges", "live_games", "submissions", "notification_deliveries", "notification_events",
                 "notify_settings", "webhooks", "users", "worker_pauses")
-LATER_COLUMNS = (("games", "platform_faults"),)  # columns the revisions after 0004_web_games add
+LATER_COLUMNS = (("games", "platform_faults"), ("bots", "entered_after"))  # columns the revisions after 0004_web_games add
 HEAD_REVISION = ScriptDirectory(str(Path(arena.store.__file__).parent / "migrations")).get_current_head()
 
 

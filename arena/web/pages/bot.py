@@ -1,7 +1,9 @@
 """A bot's page: its rating and record, its rating history drawn as SVG on the server (μ with a
 ±σ band, a point per rated game), its score against each opponent with a confidence interval, its
 recent games, every failure with its kind, reason and play; to the user who submitted it alone, the
-tail of its log files where this machine can read them. A bot removed from a ladder keeps its page."""
+tail of its log files where this machine can read them. A bot removed from a ladder keeps its page.
+A submitted bot's page lists its owner's versions with their ratings, which one plays, and for its
+owner and the operators the forms that change it (arena/web/pages/versions.py)."""
 
 from __future__ import annotations
 
@@ -22,12 +24,14 @@ from ...rating.stats import total_score_interval
 from ...store.models import Game, GameSeat, RatingHistory, Tournament, iso_utc
 from ...store.store import BotRow
 from ..negotiate import page
+from ..auth import csrf_token
 from ..owners import readers_bots
 from ..privacy import public_text
 from .challenges import challenge_form
 from .common import last_finished, path_for, store_of, tournament_or_404
 from .games import GameFilter, bot_url, game_rows, game_url, page_numbers
 from .leaderboard import standings_for
+from .versions import version_list
 
 HISTORY_POINTS = 1000  # the chart's newest rated games (a point each); the JSON says how many there are
 RECENT_GAMES = 20
@@ -181,7 +185,13 @@ def bot_page(request: Request) -> Response:
     form = challenge_form(request, t, bot.name, bot.position)
     if form is not None:  # the bot's owner, where challenges are open (docs/challenges.md)
         data["challenge"] = form
-    if bot.position in readers_bots(request, t):  # its owner's and the operators' (docs/web.md, "Security model")
+    reader = bot.position in readers_bots(request, t)  # its owner or an operator (docs/web.md, "Security model")
+    versions = version_list(request, t, store, bot.name, reader)
+    if versions is not None:  # a submitted bot: its owner's versions, and the forms that change which plays
+        data["versions"] = versions
+        if versions["retire_url"] or any("activate_url" in v for v in versions["versions"]):
+            data["csrf"] = csrf_token(request)
+    if reader:
         data["logs"] = log_excerpts(request, t, bot)
         data["private_url"] = path_for(request, "owner", tournament=t.name, bot=bot.name)
     return page(request, "bot.html", data, data_as_of=last_finished(request, t.id))

@@ -21,11 +21,12 @@ from ...rating.failures import kind_name
 from ...store.models import Game, GameSeat, GameStatus, Tournament, iso_utc
 from ...store.store import BotRow
 from ...store.submissions import owned_positions, owner_of
-from ..auth import require_user
+from ..auth import csrf_token, require_user
 from ..negotiate import page
 from ..owners import readers_bots
 from .common import last_finished, path_for, path_id, store_of, tournament_or_404
 from .games import game_url
+from .versions import version_list
 
 RECORDS_READ = 200  # of a version's newest games, read for times, errors and streaks
 GAMES_LISTED = 50  # a version's games on the page, failures and errors first
@@ -139,8 +140,16 @@ def owner_page(request: Request) -> Response:
         versions.append({"bot": version.name, "active": version.active, "figures": tally.to_dict(),
                          "games": games[:GAMES_LISTED], "public_url": path_for(request, "bot", tournament=t.name,
                                                                              bot=version.name)})
-    return page(request, "owner.html", {"tournament": t.name, "bot": bot.name, "versions": versions},
-                data_as_of=last_finished(request, t.id))
+    data: dict[str, Any] = {"tournament": t.name, "bot": bot.name, "versions": versions}
+    changes = version_list(request, t, store_of(request), bot.name, True)  # the reader may: _allowed said so
+    if changes is not None:  # the same forms as on the bot's page (arena/web/pages/versions.py)
+        forms = {v["bot"]: v.get("activate_url") for v in changes["versions"]}
+        for version in versions:
+            version["activate_url"] = forms.get(version["bot"])
+        data["retire_url"] = changes["retire_url"]
+        if changes["retire_url"] or any(forms.values()):
+            data["csrf"] = csrf_token(request)
+    return page(request, "owner.html", data, data_as_of=last_finished(request, t.id))
 
 
 def owner_game(request: Request) -> Response:

@@ -2,7 +2,7 @@
 deliveries to each webhook (arena/notify/)
 
 Revision ID: 0012_notifications
-Revises: 0010_challenges
+Revises: 0011_versions
 Create Date: 2026-12-03
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0012_notifications'
-down_revision = '0010_challenges'
+down_revision = '0011_versions'
 branch_labels = None
 depends_on = None
 
