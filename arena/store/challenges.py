@@ -22,10 +22,10 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from ..config import ChallengeSettings
 from ..errors import ArenaError, quoted
 from ..rating.ratings import default_rating
+from . import notices
 from .models import (Bot, Challenge, ChallengeStatus, Game, GameStatus, Rating, Submission, SubmissionStatus,
                      Tournament, User, iso_utc, utcnow)
 from .store import GameTask, Store
-from . import notices
 from .submissions import lock_user
 
 DAY = timedelta(days=1)

@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from arena.config import load_config
+from arena.config import ChallengeSettings, load_config
 from arena.play.runner import open_tournament
-from arena.config import ChallengeSettings
 from arena.play.waiting import challenges_waiting, waiting
-from arena.store.challenges import new_challenge
 from arena.schedule.pairings import ScheduledGame
+from arena.store.challenges import new_challenge
 from arena.store.models import Game
 from arena.store.store import Store
 from tests.arena.test_arena_ladder import write_ladder
