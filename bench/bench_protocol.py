@@ -43,7 +43,13 @@ from referee.bots.endpoint import BotEndpoint
 from referee.bots.health import wait_healthy  # noqa: E402
 from referee.bots.launcher import BotProcess
 from referee.clock import TimeControl  # noqa: E402
-from referee.loop import LOOP_ENV, LOOPS, chosen_loop, run_main  # noqa: E402
+try:  # an older tree, for alternated runs against it, has no referee/loop.py: asyncio's loop there
+    from referee.loop import LOOP_ENV, LOOPS, chosen_loop, run_main  # noqa: E402
+except ImportError:
+    LOOP_ENV, LOOPS, run_main = "CASINO_EVENT_LOOP", ("asyncio",), asyncio.run
+
+    def chosen_loop() -> str:
+        return "asyncio"
 from referee.match.run import run_match  # noqa: E402
 from referee.match.spec import MatchSpec
 from referee.rules import RuleOptions  # noqa: E402
