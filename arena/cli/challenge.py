@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ..errors import UsageError, quoted
+from .database import DB_HELP
 
 POLL_S = 1.0  # how often --wait reads the challenge
 DEFAULT_WAIT_S = 3600.0
@@ -33,7 +34,7 @@ def add_challenge_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
     show.add_argument("id", type=int, help="the challenge's id")
     for q in (start, listing, show):
         q.add_argument("file", nargs="?", help="the ladder's tournament file (its database); or give --db and --ladder")
-        q.add_argument("--db", metavar="URL", help="the database: sqlite:///path or postgresql://user@host/name")
+        q.add_argument("--db", metavar="URL", help=DB_HELP)
         q.add_argument("--ladder", metavar="NAME", help="with --db: the ladder's name")
         q.add_argument("--json", action="store_true", help="print the challenge's JSON (docs/challenges.md)")
     for q in (start, show):

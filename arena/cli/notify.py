@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from ..errors import UsageError
+from .database import add_database_arguments, database_url
 
 
 def add_notify_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,17 +35,8 @@ def add_notify_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     q.add_argument("--allow-private", action=argparse.BooleanOptionalAction, default=None,
                    help="whether webhooks may point at loopback and private addresses (default: not)")
     for q in actions.choices.values():
-        q.add_argument("file", nargs="?", help="a tournament file (its database); or give --db")
-        q.add_argument("--db", metavar="URL", help="the database: sqlite:///path or postgresql://user@host/name")
+        add_database_arguments(q)
     p.set_defaults(func=cmd_notify)
-
-
-def _database(args: argparse.Namespace) -> str:
-    from ..config import load_config
-
-    if (args.file is None) == (args.db is None):
-        raise UsageError(f"arena notify {args.notify_action} needs a tournament file or --db URL (one of them)")
-    return str(args.db if args.db is not None else load_config(args.file, check_programs=False).database)
 
 
 def cmd_notify(args: argparse.Namespace) -> int:
@@ -54,7 +46,7 @@ def cmd_notify(args: argparse.Namespace) -> int:
         raise UsageError("--crash-streak is a number of games from 1 to 1000")
     if args.notify_action == "deliver":
         settings = _delivery_settings(args)
-    store = Store(_database(args))
+    store = Store(database_url(args, f"arena notify {args.notify_action}"))
     try:
         if args.notify_action == "deliver":
             return _deliver(store, settings, args.once)

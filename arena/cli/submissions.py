@@ -10,6 +10,7 @@ import math
 import sys
 
 from ..errors import UsageError, quoted
+from .database import DB_HELP, add_database_arguments, database_url
 
 DEFAULT_OLDER_THAN_DAYS = 30.0
 
@@ -20,8 +21,7 @@ def add_submissions_parser(sub: argparse._SubParsersAction) -> None:  # type: ig
     actions = p.add_subparsers(dest="submissions_action", required=True, metavar="{prune,activate,retire}")
     q = actions.add_parser("prune", help="delete the archives of rejected submissions older than --older-than days "
                            "(and their unpacked copies on this machine); the submissions and reports stay")
-    q.add_argument("file", nargs="?", help="a tournament file (its database); or give --db")
-    q.add_argument("--db", metavar="URL", help="the database: sqlite:///path or postgresql://user@host/name")
+    add_database_arguments(q)
     q.add_argument("--older-than", type=float, default=DEFAULT_OLDER_THAN_DAYS, metavar="DAYS",
                    help=f"rejected at least this long ago (default {DEFAULT_OLDER_THAN_DAYS:g}; 0: every one)")
     a = actions.add_parser("activate", help="make a user's earlier clean version the one in the pool (a rollback); "
@@ -34,7 +34,7 @@ def add_submissions_parser(sub: argparse._SubParsersAction) -> None:  # type: ig
     for q in (a, r):
         q.add_argument("file", nargs="?", help="the ladder's tournament file (its database and name); or give --db "
                        "and --ladder")
-        q.add_argument("--db", metavar="URL", help="the database: sqlite:///path or postgresql://user@host/name")
+        q.add_argument("--db", metavar="URL", help=DB_HELP)
         q.add_argument("--ladder", metavar="NAME", help="the ladder (with --db)")
     p.set_defaults(func=cmd_submissions)
 
@@ -87,16 +87,13 @@ def cmd_submissions(args: argparse.Namespace) -> int:
         return cmd_versions(args)
     from datetime import timedelta
 
-    from ..config import load_config
     from ..play.archives import ArchiveCache
     from ..store.store import Store
     from ..store.submissions import prune
 
-    if (args.file is None) == (args.db is None):
-        raise UsageError("arena submissions prune needs a tournament file or --db URL (one of them)")
+    url = database_url(args, "arena submissions prune")
     if not (math.isfinite(args.older_than) and args.older_than >= 0):
         raise UsageError(f"--older-than must be a number of days, 0 or more, not {args.older_than:g}")
-    url = str(args.db if args.db is not None else load_config(args.file, check_programs=False).database)
     store = Store(url)
     try:
         pruned = prune(store, timedelta(days=args.older_than))

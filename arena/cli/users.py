@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..errors import UsageError
+from .database import add_database_arguments, database_url
 
 
 def add_users_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -19,17 +20,8 @@ def add_users_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         if action == "add":
             q.add_argument("--operator", action="store_true", help="an operator: sees every bot's private pages "
                            "(logs, errors, notes) on the web, not only their own bots'")
-        q.add_argument("file", nargs="?", help="a tournament file (its database); or give --db")
-        q.add_argument("--db", metavar="URL", help="the database: sqlite:///path or postgresql://user@host/name")
+        add_database_arguments(q)
     p.set_defaults(func=cmd_users)
-
-
-def _database(args: argparse.Namespace) -> str:
-    from ..config import load_config
-
-    if (args.file is None) == (args.db is None):
-        raise UsageError(f"arena users {args.users_action} needs a tournament file or --db URL (one of them)")
-    return str(args.db if args.db is not None else load_config(args.file, check_programs=False).database)
 
 
 def cmd_users(args: argparse.Namespace) -> int:
@@ -39,7 +31,7 @@ def cmd_users(args: argparse.Namespace) -> int:
 
     if args.users_action != "list":
         check_user_name(args.name)  # before the database is opened (or created)
-    store = Store(_database(args))
+    store = Store(database_url(args, f"arena users {args.users_action}"))
     try:
         if args.users_action == "add":
             token = add_user(store, args.name, operator=args.operator)
