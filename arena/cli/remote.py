@@ -172,8 +172,9 @@ def _challenge(client: Client, args: argparse.Namespace, deadline: float) -> int
     cid = made.get("id")
     if not isinstance(cid, int):
         raise ArenaError("the server's answer to the challenge has no id")
-    sys.stderr.write(f"challenge {cid} started: {args.bot} against {args.opponent}\n")
-    final = _follow(client, f"/t/{t}/challenges/{cid}.json", lambda a: a.get("status") in ("decided", "failed"),
+    page = f"/t/{t}/challenges/{cid}"
+    sys.stderr.write(f"challenge {cid} started: {args.bot} against {args.opponent}; its page: {client.base}{page}\n")
+    final = _follow(client, f"{page}.json", lambda a: a.get("status") in ("decided", "failed"),
                     deadline, args.poll, f"challenge {cid}")
     if args.json:
         sys.stdout.write(json.dumps(final, indent=2) + "\n")

@@ -27,11 +27,10 @@ if TYPE_CHECKING:  # the module imports without playwright: its tests then skip 
 VERDICT_WAIT_MS = 240_000  # the round and about 20 challenge games of real bots on a loaded machine; bounded
 
 
-@pytest.fixture(scope="module")
-def challenge_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebServer, Path, str]]:
-    """A ladder where alice's v2 (greedy) replaced her v1 (a seeded random bot) beside "random", and
-    `arena web --submit` over it: (server, the ladder's file, alice's token)."""
-    folder = tmp_path_factory.mktemp("challenge")
+def alice_ladder(folder: Path) -> tuple[Path, str]:
+    """A ladder (test_challenges' [challenges] table) where alice's v2 (greedy) replaced her v1 (a
+    seeded random bot) beside "random", both her versions accepted submissions: (the ladder's file,
+    alice's token). Also tests/web/test_web_remote_challenge.py's."""
     path = write_ladder(folder, bots=[bot("alice.v1", "random_bot.py", "5"), bot("alice.v2", "greedy_bot.py"),
                                       bot("random", "random_bot.py", "11")])
     config = load_config(path)
@@ -49,7 +48,15 @@ def challenge_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
         store.remove_bot(tid, "alice.v1")  # v2 entered: v1 left the pool
     finally:
         store.close()
-    with serve(config.database, folder, "--submit", "ladder") as server:
+    return path, token
+
+
+@pytest.fixture(scope="module")
+def challenge_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebServer, Path, str]]:
+    """`arena web --submit` over alice_ladder: (server, the ladder's file, alice's token)."""
+    folder = tmp_path_factory.mktemp("challenge")
+    path, token = alice_ladder(folder)
+    with serve(load_config(path).database, folder, "--submit", "ladder") as server:
         yield server, path, token
 
 

@@ -79,7 +79,8 @@ def test_remote_refusals_are_one_line_and_exit_status_2(remote_server: dict[str,
     server, token = remote_server["server"], remote_server["token"]
     wrong = remote(server, token + "x", "games", "--tournament", LADDER)
     assert "answered 401: the token is not a user's" in assert_usage_error(wrong, "arena")
-    # the challenges of issue 28 are another branch's: on a server without them, the POST is a 404 in one line
+    # a challenge of an opponent the ladder does not have (run alone: of a bot alice does not have yet) is a
+    # 404 in one line; tests/web/test_web_remote_challenge.py plays challenges to their verdicts
     challenge = remote(server, token, "challenge", "--tournament", LADDER, "--bot", "alice.v1",
                        "--opponent", "house", "--pairs", "2")
     assert f"POST /t/{LADDER}/challenges: the server answered 404" in assert_usage_error(challenge, "arena")
