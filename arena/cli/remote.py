@@ -178,6 +178,8 @@ def _challenge(client: Client, args: argparse.Namespace, deadline: float) -> int
                     deadline, args.poll, f"challenge {cid}")
     if args.json:
         sys.stdout.write(json.dumps(final, indent=2) + "\n")
+    elif final.get("status") == "failed":  # the platform could not play one of its games: no verdict, and why
+        sys.stdout.write(f"challenge {cid}: failed, no verdict: {final.get('error')}\n")
     else:
         interval = final.get("interval")
         shown = f", interval [{interval[0]}, {interval[1]}]" if isinstance(interval, list) and len(interval) == 2 else ""
